@@ -1,0 +1,132 @@
+# drover — developer entry points. `make help` lists them.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+ROOT        := $(CURDIR)
+BIN         := $(ROOT)/bin
+K8S_BIN     := $(BIN)/k8s
+LOCAL       := $(ROOT)/.local
+CONTROLLER_GEN := $(BIN)/controller-gen
+GOLANGCI_LINT  := $(BIN)/golangci-lint
+KUBECTL     := $(K8S_BIN)/kubectl
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+
+# Test tunables: GINKGO_ARGS are passed to the Ginkgo suites, e.g. GINKGO_ARGS='--ginkgo.focus=NodePool'.
+GINKGO_ARGS ?=
+BENCH_ARGS  ?=
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: tools
+tools: ## Build the control plane (etcd, kube-*, kubectl, kwok) into bin/k8s and controller-gen, golangci-lint into bin/.
+	./hack/build-tools.sh all
+
+.PHONY: tools-k8s
+tools-k8s:
+	./hack/build-tools.sh k8s
+
+.PHONY: tools-dev
+tools-dev:
+	./hack/build-tools.sh dev
+
+.PHONY: generate
+generate: tools-dev ## Generate deepcopy code.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
+
+.PHONY: manifests
+manifests: tools-dev ## Generate CRDs, RBAC and webhook manifests under config/.
+	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
+
+.PHONY: fmt
+fmt: ## Run gofmt.
+	gofmt -s -w $$(git ls-files '*.go' | grep -v '^hack/tools/')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: tools-dev ## Run golangci-lint (config: .golangci.yml).
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: verify
+verify: generate manifests fmt vet lint ## Regenerate everything and lint; fail on any diff or untracked generated file.
+	go mod tidy
+	@if [ -n "$$(git status --porcelain -- api config go.mod go.sum '*.go')" ]; then \
+		echo "verify: generated files, formatting or go.mod are out of date:"; git status --porcelain -- api config go.mod go.sum '*.go'; \
+		git --no-pager diff --stat; exit 1; fi
+	@echo "verify: clean"
+
+##@ Build and run
+
+.PHONY: build
+build: ## Build the manager and the local-cluster and bench commands into bin/.
+	go build -o $(BIN)/drover-manager ./cmd/drover-manager
+	go build -o $(BIN)/drover-local ./cmd/drover-local
+	go build -o $(BIN)/drover-bench ./cmd/drover-bench
+
+.PHONY: run
+run: tools-k8s build ## Run the whole system on this machine (local cluster, samples, manager log). Ctrl-C stops it.
+	$(BIN)/drover-local run
+
+.PHONY: local-up
+local-up: tools-k8s build ## Start the local cluster in the background; prints the KUBECONFIG line.
+	$(BIN)/drover-local up
+
+.PHONY: local-down
+local-down: ## Stop every process the local cluster started.
+	go build -o $(BIN)/drover-local ./cmd/drover-local
+	$(BIN)/drover-local down
+
+##@ Test
+
+.PHONY: test
+test: tools-k8s build ## Run every test tier: unit, integration, e2e. Prints a summary.
+	./hack/test.sh all
+
+.PHONY: test-unit
+test-unit: ## Unit tests (no cluster).
+	./hack/test.sh unit
+
+.PHONY: test-integration
+test-integration: tools-k8s ## Integration tests on a real kube-apiserver + etcd (envtest).
+	./hack/test.sh integration
+
+.PHONY: test-e2e
+test-e2e: tools-k8s build ## End-to-end tests on the local cluster with the real manager binary.
+	./hack/test.sh e2e
+
+.PHONY: bench
+bench: tools-k8s build ## Run the benchmark scenarios on a fresh local cluster; writes .local/bench/*.json.
+	$(BIN)/drover-bench $(BENCH_ARGS)
+
+##@ Deployment (into the cluster of the current KUBECONFIG)
+
+.PHONY: install
+install: manifests ## Install drover's CRDs.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove drover's CRDs (and with them every drover object).
+	$(KUBECTL) delete --ignore-not-found -k config/crd
+
+IMG ?= drover-manager:dev
+
+.PHONY: deploy
+deploy: manifests ## Deploy CRDs, RBAC, webhooks and the manager (IMG=image) with kustomize.
+	cd config/manager && $(KUBECTL) kustomize . >/dev/null
+	$(KUBECTL) kustomize config/default | sed "s|image: drover-manager:dev|image: $(IMG)|" | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Remove everything deploy created.
+	$(KUBECTL) delete --ignore-not-found -k config/default

@@ -1,0 +1,109 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodePoolType says whether the nodes of a pool run at the edge or in the cloud.
+// +kubebuilder:validation:Enum=Edge;Cloud
+type NodePoolType string
+
+const (
+	// Edge is a pool of edge nodes. It is the default type.
+	Edge NodePoolType = "Edge"
+	// Cloud is a pool of cloud nodes.
+	Cloud NodePoolType = "Cloud"
+)
+
+// Label and annotation keys of the NodePool API. Their values and meaning are those of OpenYurt, so that
+// drover and OpenYurt's yurt-manager can take over from each other.
+const (
+	// LabelCurrentNodePool on a Node names the pool the node belongs to (membership).
+	LabelCurrentNodePool = "apps.openyurt.io/nodepool"
+	// LabelDesiredNodePool on a Node asks for the node to join the named pool.
+	LabelDesiredNodePool = "apps.openyurt.io/desired-nodepool"
+	// LabelNodePoolType on a NodePool holds the lower-case pool type, set by defaulting.
+	LabelNodePoolType = "nodepool.openyurt.io/type"
+	// LabelNodePoolHostNetwork is set to "true" on the members of a hostNetwork pool.
+	LabelNodePoolHostNetwork = "nodepool.openyurt.io/hostnetwork"
+	// AnnotationPrevAttrs on a Node records, as JSON, the pool attributes last applied to it.
+	AnnotationPrevAttrs = "nodepool.openyurt.io/previous-attributes"
+)
+
+// NodePoolSpec is the desired state of a NodePool.
+type NodePoolSpec struct {
+	// Type of the pool: Edge (the default) or Cloud. Immutable.
+	// +kubebuilder:default=Edge
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
+	// +optional
+	Type NodePoolType `json:"type,omitempty"`
+
+	// HostNetwork says that the pool's nodes run no CNI: every pod on them uses the host network.
+	// Members get the label nodepool.openyurt.io/hostnetwork=true. Immutable; not allowed for Cloud pools.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="hostNetwork is immutable"
+	// +optional
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+
+	// Labels are set on every member node.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are set on every member node.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Taints are set on every member node; workloads rendered per pool tolerate them.
+	// +optional
+	Taints []corev1.Taint `json:"taints,omitempty"`
+}
+
+// NodePoolStatus is the observed state of a NodePool.
+type NodePoolStatus struct {
+	// ReadyNodeNum is the number of members whose Ready condition is True.
+	// +optional
+	ReadyNodeNum int32 `json:"readyNodeNum"`
+
+	// UnreadyNodeNum is the number of all other members, including nodes without a Ready condition.
+	// +optional
+	UnreadyNodeNum int32 `json:"unreadyNodeNum"`
+
+	// Nodes are the names of the members, sorted.
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// NodePool groups nodes, usually the nodes of one edge region, by the node label apps.openyurt.io/nodepool,
+// and pushes the pool's labels, annotations and taints to its members.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=np,categories=yurt
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Type",type="string",JSONPath=".spec.type",description="The type of the pool"
+// +kubebuilder:printcolumn:name="ReadyNodes",type="integer",JSONPath=".status.readyNodeNum",description="Members that are Ready"
+// +kubebuilder:printcolumn:name="NotReadyNodes",type="integer",JSONPath=".status.unreadyNodeNum",description="Members that are not Ready"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:validation:XValidation:rule="!(has(self.spec) && has(self.spec.hostNetwork) && self.spec.hostNetwork && has(self.spec.type) && self.spec.type == 'Cloud')",message="hostNetwork is not allowed for Cloud pools"
+type NodePool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec NodePoolSpec `json:"spec,omitempty"`
+	// +optional
+	Status NodePoolStatus `json:"status,omitempty"`
+}
+
+// NodePoolList is a list of NodePools.
+//
+// +kubebuilder:object:root=true
+type NodePoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodePool `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NodePool{}, &NodePoolList{})
+}

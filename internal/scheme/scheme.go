@@ -1,0 +1,18 @@
+// Package scheme builds the runtime.Scheme that drover's manager, tests and tools share.
+package scheme
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+)
+
+// New returns a scheme holding the Kubernetes built-in types and every API drover serves.
+func New() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(openyurtv1beta1.AddToScheme(s))
+	return s
+}

@@ -1,0 +1,145 @@
+// Package integration runs drover's manager and webhooks in-process against a real kube-apiserver and
+// etcd started by envtest from bin/k8s. There is no kube-controller-manager, scheduler or kubelet here:
+// tests set Node and workload status themselves where a real cluster would.
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/scheme"
+	droverwebhook "github.com/drover-dev/drover/internal/webhook"
+)
+
+var (
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client // direct client (no cache): what a user sees
+	cancelMgr context.CancelFunc
+	mgrDone   chan error
+)
+
+func TestIntegration(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "drover integration")
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+
+	root := repoRoot()
+	testEnv = &envtest.Environment{
+		BinaryAssetsDirectory: filepath.Join(root, "bin", "k8s"),
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook")},
+		},
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred(), "starting envtest (run `make tools` to build bin/k8s)")
+
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+
+	startManager()
+})
+
+// startManager runs drover's controllers and webhooks the way cmd/drover-manager wires them.
+func startManager() {
+	wh := testEnv.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme.New(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		}),
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{RecoverPanic: new(true), SkipNameValidation: new(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	cancelMgr = cancel
+	started, err := controller.Setup(ctx, mgr, controller.Options{
+		Enabled:         sets.New(controller.Names...),
+		ManageNodePools: true,
+		NodePool:        nodepool.Options{Workers: 3, SyncNodeAttributes: true},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(started).To(ContainElement(controller.NodePool))
+	Expect(droverwebhook.Setup(mgr, started)).To(Succeed())
+
+	mgrDone = make(chan error, 1)
+	go func() {
+		defer GinkgoRecover()
+		mgrDone <- mgr.Start(ctx)
+	}()
+	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	Eventually(func() error { return mgr.GetWebhookServer().StartedChecker()(nil) }).Should(Succeed())
+}
+
+var _ = AfterSuite(func() {
+	if cancelMgr != nil {
+		cancelMgr()
+		Eventually(mgrDone, time.Minute).Should(Receive(BeNil()))
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// Every spec fails if a reconcile or a webhook panicked while it ran: the manager recovers panics (so one
+// bad object cannot take it down), and this turns each recovered panic into a test failure.
+var _ = JustAfterEach(func() {
+	Expect(panicCount()).To(BeZero(), "a reconcile or webhook panicked; see the log above")
+})
+
+func panicCount() float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var total float64
+	for _, mf := range families {
+		switch mf.GetName() {
+		case "controller_runtime_reconcile_panics_total", "controller_runtime_webhook_panics_total":
+			total += sum(mf.GetMetric())
+		}
+	}
+	return total
+}
+
+func sum(ms []*dto.Metric) float64 {
+	var s float64
+	for _, m := range ms {
+		s += m.GetCounter().GetValue()
+	}
+	return s
+}
