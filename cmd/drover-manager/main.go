@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -34,7 +32,6 @@ const (
 )
 
 type flags struct {
-	kubeconfig             string
 	controllers            string
 	leaderElect            bool
 	leaderElectionNS       string
@@ -55,7 +52,8 @@ type flags struct {
 
 func parseFlags() (*flags, *zap.Options) {
 	f := &flags{}
-	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means in-cluster config or $KUBECONFIG.")
+	// --kubeconfig is registered by controller-runtime's config package and read by ctrl.GetConfig:
+	// a path to a kubeconfig; without it, $KUBECONFIG, the in-cluster configuration or ~/.kube/config.
 	flag.StringVar(&f.controllers, "controllers", "*",
 		"Comma-separated controllers to run, or * for all: nodepool, yurtappdaemon, uniteddaemonset, tapp, persistentpodstate, stagedbindingpolicy.")
 	flag.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader through a Lease so only one replica reconciles.")
@@ -98,9 +96,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(f.kubeconfig)
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
-		return err
+		return fmt.Errorf("loading client configuration: %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 
@@ -160,21 +158,6 @@ func run() error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := ctrl.GetConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading client configuration: %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }

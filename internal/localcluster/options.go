@@ -1,0 +1,326 @@
+// Package localcluster starts and stops drover's local cluster: etcd and kube-apiserver (through
+// controller-runtime's envtest), kube-controller-manager, kube-scheduler, kwok with fake nodes spread over
+// three NodePools and three zones, drover's and KubeStellar's CRDs, drover's webhooks and the real manager
+// binary running as a ServiceAccount bound to its generated RBAC role.
+//
+// Every process is started from the binaries in bin/k8s and listens on 127.0.0.1 only, on ports chosen free
+// at start. State and logs live under Options.Dir (one log file per process, see Cluster.LogPath); the PIDs
+// of every process are recorded in Options.Dir/pids.json so that a later Start, or drover-local down, can
+// kill what a crashed owner left behind.
+//
+// make run, make local-up/local-down (cmd/drover-local) and the e2e suite all use this package.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/version"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+const (
+	// ModulePath is the Go module whose checkout is the repository root.
+	ModulePath = "github.com/drover-dev/drover"
+	// NodesEnv overrides the default number of fake nodes.
+	NodesEnv = "DROVER_LOCAL_NODES"
+	// DefaultNodes is the number of fake nodes when neither Options.Nodes nor $DROVER_LOCAL_NODES is set.
+	DefaultNodes = 12
+	// ManagerNamespace is the namespace the manager runs in (its ServiceAccount and leader-election Lease).
+	ManagerNamespace = "drover-system"
+	// ManagerServiceAccount is the ServiceAccount the manager authenticates as.
+	ManagerServiceAccount = "drover-manager"
+	// DefaultManagerLease is the leader-election Lease of cmd/drover-manager.
+	DefaultManagerLease = "drover-manager.drover.dev"
+)
+
+// Options configure Start. The zero value is usable from anywhere inside the repository: every path
+// defaults relative to the repository root.
+type Options struct {
+	// RepoRoot is the checkout of github.com/drover-dev/drover. Default: found by walking up from the
+	// working directory (FindRepoRoot).
+	RepoRoot string
+	// Dir holds the state and logs of the cluster; it is wiped at Start. Default: <root>/.local/cluster.
+	Dir string
+	// Kubeconfig is where the admin kubeconfig is written. Default: <Dir>/../kubeconfig.
+	Kubeconfig string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.
+	// Default: <root>/bin/k8s.
+	BinDir string
+
+	// ManagerBinary is drover's manager binary. Default: <root>/bin/drover-manager.
+	ManagerBinary string
+	// ManagerArgs are appended to the manager's command line (after the flags Start sets).
+	ManagerArgs []string
+	// ManagerLease is the manager's leader-election Lease in drover-system; Start waits until it is held.
+	// Default: DefaultManagerLease. Set to "-" when the manager runs with --leader-elect=false.
+	ManagerLease string
+	// SkipManager starts everything but the manager (the webhooks are then not registered either).
+	SkipManager bool
+
+	// Nodes is the number of fake nodes. Default: $DROVER_LOCAL_NODES, else DefaultNodes.
+	Nodes int
+
+	// CRDDirs are installed before anything else starts. Default: <root>/config/crd/bases (skipped with a
+	// log line when it does not exist yet).
+	CRDDirs []string
+	// KubeStellarCRDDir holds KubeStellar's CRDs; the control.kubestellar.io ones are installed. Default:
+	// config/crd/bases of github.com/kubestellar/kubestellar in the Go module cache. When it cannot be
+	// found, Start logs one line and goes on without them.
+	KubeStellarCRDDir string
+	// WebhookManifests are the generated webhook configurations; envtest rewrites them to
+	// https://127.0.0.1:<port> with a generated CA. Default: <root>/config/webhook/manifests.yaml (no
+	// webhooks when it does not exist).
+	WebhookManifests string
+	// RBACFiles hold the Roles and ClusterRoles the manager's ServiceAccount is bound to. Default:
+	// <root>/config/rbac/role.yaml, plus <root>/config/rbac/leader_election_role.yaml when it exists.
+	RBACFiles []string
+
+	// KwokStageDir is the sigs.k8s.io/kwok module directory; the stages kustomize/stage/node/fast,
+	// kustomize/stage/node/heartbeat-with-lease and kustomize/stage/pod/fast are read from it. Default: the
+	// version required by <root>/hack/tools/kwok, from `go list -m`.
+	KwokStageDir string
+	// KwokStages are extra kwok configuration files (Stages) passed with --config.
+	KwokStages []string
+
+	// APIServerArgs, ControllerManagerArgs, SchedulerArgs and KwokArgs are extra flags ("--name=value")
+	// for those components.
+	APIServerArgs         []string
+	ControllerManagerArgs []string
+	SchedulerArgs         []string
+	KwokArgs              []string
+
+	// StartTimeout bounds Start. Default: 5 minutes.
+	StartTimeout time.Duration
+	// StopTimeout is how long Stop waits for a process after SIGTERM before it sends SIGKILL. Default: 20s.
+	StopTimeout time.Duration
+
+	// Logger receives progress lines. Default: the logger of the context passed to Start.
+	Logger logr.Logger
+}
+
+// complete fills in the defaults and makes every path absolute.
+func (o Options) complete(ctx context.Context) (Options, error) {
+	if o.Logger.GetSink() == nil {
+		o.Logger = ctrllog.FromContext(ctx)
+	}
+	var err error
+	if o.RepoRoot == "" {
+		if o.RepoRoot, err = FindRepoRoot(""); err != nil {
+			return o, err
+		}
+	}
+	root := o.RepoRoot
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+		*p = abs(root, *p)
+	}
+	def(&o.Dir, filepath.Join(root, ".local", "cluster"))
+	def(&o.Kubeconfig, filepath.Join(filepath.Dir(o.Dir), "kubeconfig"))
+	def(&o.BinDir, filepath.Join(root, "bin", "k8s"))
+	def(&o.ManagerBinary, filepath.Join(root, "bin", "drover-manager"))
+	def(&o.WebhookManifests, filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	if o.ManagerLease == "" {
+		o.ManagerLease = DefaultManagerLease
+	}
+	if o.CRDDirs == nil {
+		o.CRDDirs = []string{filepath.Join(root, "config", "crd", "bases")}
+	}
+	if o.RBACFiles == nil {
+		o.RBACFiles = []string{filepath.Join(root, "config", "rbac", "role.yaml")}
+		if le := filepath.Join(root, "config", "rbac", "leader_election_role.yaml"); fileExists(le) {
+			o.RBACFiles = append(o.RBACFiles, le)
+		}
+	}
+	// Copies, so that the caller's slices are not rewritten.
+	o.CRDDirs, o.RBACFiles, o.KwokStages = slices.Clone(o.CRDDirs), slices.Clone(o.RBACFiles), slices.Clone(o.KwokStages)
+	for _, list := range [][]string{o.CRDDirs, o.RBACFiles, o.KwokStages} {
+		for i := range list {
+			list[i] = abs(root, list[i])
+		}
+	}
+	if o.KubeStellarCRDDir != "" {
+		o.KubeStellarCRDDir = abs(root, o.KubeStellarCRDDir)
+	}
+	if o.KwokStageDir != "" {
+		o.KwokStageDir = abs(root, o.KwokStageDir)
+	}
+	if o.Nodes == 0 {
+		if o.Nodes, err = NodesFromEnv(); err != nil {
+			return o, err
+		}
+	}
+	if o.Nodes < 0 {
+		return o, fmt.Errorf("nodes must not be negative, got %d", o.Nodes)
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 5 * time.Minute
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 20 * time.Second
+	}
+	return o, nil
+}
+
+// NodesFromEnv returns $DROVER_LOCAL_NODES, or DefaultNodes when it is unset.
+func NodesFromEnv() (int, error) {
+	v := strings.TrimSpace(os.Getenv(NodesEnv))
+	if v == "" {
+		return DefaultNodes, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("$%s=%q is not a number of nodes", NodesEnv, v)
+	}
+	return n, nil
+}
+
+// FindRepoRoot walks up from dir (the working directory when empty) to the directory whose go.mod declares
+// module github.com/drover-dev/drover.
+func FindRepoRoot(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("finding the repository root: %w", err)
+		}
+		dir = wd
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		data, err := os.ReadFile(filepath.Clean(filepath.Join(d, "go.mod")))
+		if err == nil && modulePathOf(string(data)) == ModulePath {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod of module %s in %s or any parent directory", ModulePath, dir)
+		}
+	}
+}
+
+func modulePathOf(gomod string) string {
+	for line := range strings.SplitSeq(gomod, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
+}
+
+// kwokStageFiles lists the kwok stage configuration files: the default node and pod stages from the kwok
+// module plus the extra ones.
+func (o Options) kwokStageFiles(ctx context.Context) ([]string, error) {
+	dir := o.KwokStageDir
+	if dir == "" {
+		var err error
+		if dir, err = goListModuleDir(ctx, filepath.Join(o.RepoRoot, "hack", "tools", "kwok"), "sigs.k8s.io/kwok"); err != nil {
+			return nil, fmt.Errorf("finding kwok's stage configurations (set Options.KwokStageDir): %w", err)
+		}
+	}
+	var files []string
+	for _, sub := range []string{"node/fast", "node/heartbeat-with-lease", "pod/fast"} {
+		d := filepath.Join(dir, "kustomize", "stage", filepath.FromSlash(sub))
+		found, err := filepath.Glob(filepath.Join(d, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, f := range found {
+			if filepath.Base(f) != "kustomization.yaml" {
+				files = append(files, f)
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("no kwok stages in %s", d)
+		}
+	}
+	for _, f := range o.KwokStages {
+		if !fileExists(f) {
+			return nil, fmt.Errorf("kwok stage file %s does not exist", f)
+		}
+	}
+	return append(files, o.KwokStages...), nil
+}
+
+// kubeStellarCRDFiles returns KubeStellar's control.kubestellar.io CRD files, or nil (with the reason) when
+// they are not available.
+func (o Options) kubeStellarCRDFiles(ctx context.Context) ([]string, string) {
+	dir := o.KubeStellarCRDDir
+	if dir == "" {
+		modDir, err := goListModuleDir(ctx, o.RepoRoot, "github.com/kubestellar/kubestellar")
+		if err != nil {
+			modDir = newestInModCache(ctx, "github.com/kubestellar/kubestellar")
+		}
+		if modDir == "" {
+			return nil, "module github.com/kubestellar/kubestellar is not in the module cache"
+		}
+		dir = filepath.Join(modDir, "config", "crd", "bases")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "control.kubestellar.io_*.yaml"))
+	if len(files) == 0 {
+		return nil, "no control.kubestellar.io CRDs in " + dir
+	}
+	return files, ""
+}
+
+// goListModuleDir runs `go list -m -f {{.Dir}} module` in dir.
+func goListModuleDir(ctx context.Context, dir, module string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("go list -m %s in %s: %w: %s", module, dir, err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return "", fmt.Errorf("go list -m %s in %s: %w", module, dir, err)
+	}
+	d := strings.TrimSpace(string(out))
+	if d == "" || !fileExists(d) {
+		return "", fmt.Errorf("module %s is not downloaded", module)
+	}
+	return d, nil
+}
+
+// newestInModCache returns the directory of the highest version of module in the module cache.
+func newestInModCache(ctx context.Context, module string) string {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return ""
+	}
+	dirs, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(module)+"@v*"))
+	var best string
+	var bestV *version.Version
+	for _, d := range dirs {
+		v, err := version.ParseSemantic(d[strings.LastIndex(d, "@")+1:])
+		if err != nil {
+			continue
+		}
+		if bestV == nil || v.GreaterThan(bestV) {
+			best, bestV = d, v
+		}
+	}
+	return best
+}
+
+func abs(root, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(root, p)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
