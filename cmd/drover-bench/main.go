@@ -1,0 +1,99 @@
+// Command drover-bench starts a fresh local cluster (internal/localcluster) with the real manager, runs
+// the benchmark scenarios against it, prints a table and writes the figures as JSON (.local/bench/).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/drover-dev/drover/internal/bench"
+	"github.com/drover-dev/drover/internal/localcluster"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "drover-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	n := flag.Int("n", 1000, "Object count of the scenarios that take one (pods for the anchors).")
+	nodes := flag.Int("nodes", 12, "Fake nodes in the benchmark cluster.")
+	only := flag.String("scenarios", "", "Comma-separated scenario names to run; empty runs all.")
+	out := flag.String("out", ".local/bench", "Directory for the JSON reports.")
+	dir := flag.String("dir", ".local/bench-cluster", "State directory of the benchmark cluster.")
+	flag.Parse()
+
+	scenarios, err := selectScenarios(bench.Anchors(), *only)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+
+	root, err := localcluster.FindRepoRoot(".")
+	if err != nil {
+		return err
+	}
+	cluster, err := localcluster.Start(logr.NewContext(ctx, log), localcluster.Options{
+		RepoRoot:   root,
+		Dir:        filepath.Join(root, *dir),
+		Kubeconfig: filepath.Join(root, *dir, "kubeconfig"),
+		Nodes:      *nodes,
+		Logger:     log,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "drover-bench: stopping the cluster:", err)
+		}
+	}()
+
+	names := make([]string, 0, len(cluster.Nodes))
+	for _, nd := range cluster.Nodes {
+		names = append(names, nd.Name)
+	}
+	rep := bench.Run(ctx, bench.Env{Config: cluster.Config, N: *n, Nodes: names, Log: os.Stdout}, scenarios)
+	fmt.Println()
+	bench.PrintTable(os.Stdout, rep)
+	path, err := bench.WriteJSON(filepath.Join(root, *out), rep)
+	if err != nil {
+		return err
+	}
+	fmt.Println("\nreport:", path)
+	if len(rep.Errors) > 0 {
+		return fmt.Errorf("%d scenario(s) failed", len(rep.Errors))
+	}
+	return nil
+}
+
+func selectScenarios(all []bench.Scenario, only string) ([]bench.Scenario, error) {
+	if only == "" {
+		return all, nil
+	}
+	want := strings.Split(only, ",")
+	var out []bench.Scenario
+	for _, s := range all {
+		if slices.Contains(want, s.Name) {
+			out = append(out, s)
+		}
+	}
+	if len(out) != len(want) {
+		return nil, fmt.Errorf("unknown scenario in %q", only)
+	}
+	return out, nil
+}
