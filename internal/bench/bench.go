@@ -94,7 +94,7 @@ func formatValue(v float64) string {
 
 // WriteJSON writes the report to dir/<timestamp>.json and dir/latest.json and returns the first path.
 func WriteJSON(dir string, rep Report) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")

@@ -1,0 +1,92 @@
+package nodepool
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+)
+
+// Field index keys on Nodes (NP-1, PF-1). Tests build their fake clients with the same keys and functions
+// (see Indexes), so a change here cannot leave them behind.
+const (
+	// IndexNodeMembership indexes Nodes by the value of the membership label apps.openyurt.io/nodepool.
+	IndexNodeMembership = "drover.dev/node-membership"
+	// IndexNodeDesiredPool indexes Nodes by the value of the label apps.openyurt.io/desired-nodepool.
+	IndexNodeDesiredPool = "drover.dev/node-desired-pool"
+	// IndexNodeStaleAttributes indexes, under StaleAttributesValue, the Nodes that carry the previous-attributes
+	// annotation but no membership label: nodes that left a pool and still hold its attributes (NP-5).
+	IndexNodeStaleAttributes = "drover.dev/node-stale-attributes"
+	// StaleAttributesValue is the only key of IndexNodeStaleAttributes.
+	StaleAttributesValue = "true"
+)
+
+// Index is one field index: the indexed type, its key and the function computing the indexed values.
+type Index struct {
+	Object  client.Object
+	Field   string
+	Extract client.IndexerFunc
+}
+
+// Indexes returns every index of this package. Production registers them through SetupIndexes; tests pass
+// them to fake.ClientBuilder.WithIndex.
+func Indexes() []Index {
+	return []Index{
+		{Object: &corev1.Node{}, Field: IndexNodeMembership, Extract: nodeMembershipValues},
+		{Object: &corev1.Node{}, Field: IndexNodeDesiredPool, Extract: nodeDesiredPoolValues},
+		{Object: &corev1.Node{}, Field: IndexNodeStaleAttributes, Extract: nodeStaleAttributesValues},
+	}
+}
+
+// SetupIndexes registers the Node indexes with the manager's field indexer (its cache).
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	for _, ix := range Indexes() {
+		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Extract); err != nil {
+			return fmt.Errorf("indexing nodes by %s: %w", ix.Field, err)
+		}
+	}
+	return nil
+}
+
+// MembershipOf returns the pool a node belongs to, or "" if it belongs to none.
+func MembershipOf(node *corev1.Node) string {
+	return node.Labels[openyurtv1beta1.LabelCurrentNodePool]
+}
+
+// DesiredPoolOf returns the pool a node asks to join, or "".
+func DesiredPoolOf(node *corev1.Node) string {
+	return node.Labels[openyurtv1beta1.LabelDesiredNodePool]
+}
+
+// hasStaleAttributes reports whether a node holds pool attributes without belonging to a pool.
+func hasStaleAttributes(node *corev1.Node) bool {
+	_, recorded := node.Annotations[openyurtv1beta1.AnnotationPrevAttrs]
+	return recorded && MembershipOf(node) == ""
+}
+
+func nodeMembershipValues(obj client.Object) []string {
+	node, ok := obj.(*corev1.Node)
+	if !ok || MembershipOf(node) == "" {
+		return nil
+	}
+	return []string{MembershipOf(node)}
+}
+
+func nodeDesiredPoolValues(obj client.Object) []string {
+	node, ok := obj.(*corev1.Node)
+	if !ok || DesiredPoolOf(node) == "" {
+		return nil
+	}
+	return []string{DesiredPoolOf(node)}
+}
+
+func nodeStaleAttributesValues(obj client.Object) []string {
+	node, ok := obj.(*corev1.Node)
+	if !ok || !hasStaleAttributes(node) {
+		return nil
+	}
+	return []string{StaleAttributesValue}
+}

@@ -1,0 +1,88 @@
+package nodepool
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	"github.com/drover-dev/drover/internal/testutil"
+)
+
+func TestIndexes(t *testing.T) {
+	prev := map[string]string{openyurtv1beta1.AnnotationPrevAttrs: `{"labels":{"a":"1"}}`}
+	tests := map[string]struct {
+		obj  client.Object
+		want map[string][]string // index key -> values
+	}{
+		"plain node": {obj: testutil.MakeNode("n").Obj(), want: map[string][]string{}},
+		"member": {
+			obj:  testutil.MakeNode("n").Pool("p").Annotations(prev).Obj(),
+			want: map[string][]string{IndexNodeMembership: {"p"}},
+		},
+		"asks to join": {
+			obj:  testutil.MakeNode("n").DesiredPool("q").Obj(),
+			want: map[string][]string{IndexNodeDesiredPool: {"q"}},
+		},
+		"member asking for another pool": {
+			obj:  testutil.MakeNode("n").Pool("p").DesiredPool("q").Obj(),
+			want: map[string][]string{IndexNodeMembership: {"p"}, IndexNodeDesiredPool: {"q"}},
+		},
+		"left a pool with attributes": {
+			obj:  testutil.MakeNode("n").Annotations(prev).Obj(),
+			want: map[string][]string{IndexNodeStaleAttributes: {StaleAttributesValue}},
+		},
+		"empty membership label is no membership": {
+			obj:  testutil.MakeNode("n").Pool("").Annotations(prev).Obj(),
+			want: map[string][]string{IndexNodeStaleAttributes: {StaleAttributesValue}},
+		},
+		"not a node": {obj: testutil.MakeNodePool("p").Obj(), want: map[string][]string{}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := map[string][]string{}
+			for _, ix := range Indexes() {
+				if v := ix.Extract(tc.obj); len(v) > 0 {
+					got[ix.Field] = v
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("index values (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// recordingIndexer records the indexes registered with it, or fails.
+type recordingIndexer struct {
+	fields []string
+	err    error
+}
+
+func (r *recordingIndexer) IndexField(_ context.Context, _ client.Object, field string, _ client.IndexerFunc) error {
+	r.fields = append(r.fields, field)
+	return r.err
+}
+
+func TestSetupIndexes(t *testing.T) {
+	ix := &recordingIndexer{}
+	if err := SetupIndexes(context.Background(), ix); err != nil {
+		t.Fatalf("SetupIndexes: %v", err)
+	}
+	want := []string{IndexNodeMembership, IndexNodeDesiredPool, IndexNodeStaleAttributes}
+	if diff := cmp.Diff(want, ix.fields, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("registered indexes (-want +got):\n%s", diff)
+	}
+}
+
+func TestSetupIndexesError(t *testing.T) {
+	boom := errors.New("boom")
+	err := SetupIndexes(context.Background(), &recordingIndexer{err: boom})
+	if !errors.Is(err, boom) {
+		t.Errorf("SetupIndexes error = %v, want it to wrap %v", err, boom)
+	}
+}

@@ -1,0 +1,26 @@
+package nodepool
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Results of a node patch, the values of the label result of drover_nodepool_node_patches_total.
+const (
+	patchSuccess  = "success"
+	patchConflict = "conflict" // the node changed or vanished since it was read; the pool is requeued
+	patchError    = "error"
+)
+
+// nodePatches counts the node patches of the NodePool controller (§7), by result.
+var nodePatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "drover_nodepool_node_patches_total",
+	Help: "Node patches (membership and pool attributes) made by the NodePool controller, by result.",
+}, []string{"result"})
+
+func init() {
+	metrics.Registry.MustRegister(nodePatches)
+	for _, r := range []string{patchSuccess, patchConflict, patchError} {
+		nodePatches.WithLabelValues(r) // export zeros, so rates work from the first scrape
+	}
+}

@@ -1,0 +1,46 @@
+package nodepool
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+)
+
+// ComputeStatus returns the status of a pool with the given members (NP-6): readyNodeNum counts the members
+// whose Ready condition is True, unreadyNodeNum all the others (including nodes without a Ready condition),
+// and nodes lists the member names, sorted and without duplicates.
+func ComputeStatus(members []*corev1.Node) openyurtv1beta1.NodePoolStatus {
+	var st openyurtv1beta1.NodePoolStatus
+	seen := make(map[string]bool, len(members))
+	for _, n := range members {
+		if seen[n.Name] {
+			continue
+		}
+		seen[n.Name] = true
+		st.Nodes = append(st.Nodes, n.Name)
+		if IsNodeReady(n) {
+			st.ReadyNodeNum++
+		} else {
+			st.UnreadyNodeNum++
+		}
+	}
+	slices.Sort(st.Nodes)
+	return st
+}
+
+// IsNodeReady reports whether the node's Ready condition is True.
+func IsNodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// StatusEqual reports whether two pool statuses are the same; a nil and an empty node list are equal.
+func StatusEqual(a, b openyurtv1beta1.NodePoolStatus) bool {
+	return a.ReadyNodeNum == b.ReadyNodeNum && a.UnreadyNodeNum == b.UnreadyNodeNum && slices.Equal(a.Nodes, b.Nodes)
+}
