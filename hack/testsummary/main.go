@@ -27,6 +27,9 @@ type event struct {
 // ginkgoLine matches Ginkgo's summary, e.g. "SUCCESS! -- 4 Passed | 0 Failed | 0 Pending | 1 Skipped".
 var ginkgoLine = regexp.MustCompile(`(\d+) Passed \| (\d+) Failed \| \d+ Pending \| (\d+) Skipped`)
 
+// ansi matches terminal colour sequences, which Ginkgo puts inside its summary line.
+var ansi = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
 type counts struct{ passed, failed, skipped int }
 
 func main() {
@@ -56,7 +59,7 @@ func main() {
 		switch ev.Action {
 		case "output":
 			fmt.Print(ev.Output)
-			if m := ginkgoLine.FindStringSubmatch(ev.Output); m != nil {
+			if m := ginkgoLine.FindStringSubmatch(ansi.ReplaceAllString(ev.Output, "")); m != nil {
 				c := get(ginkgo, ev.Package)
 				c.passed, c.failed, c.skipped = atoi(m[1]), atoi(m[2]), atoi(m[3])
 			}
