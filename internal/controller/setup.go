@@ -76,6 +76,8 @@ func ParseControllers(value string) (sets.Set[string], error) {
 type entry struct {
 	// kinds the controller needs served.
 	kinds []schema.GroupVersionKind
+	// off, when set and returning a reason, keeps the controller (and its webhooks) from starting.
+	off func(Options) string
 	// setup registers indexes and the controller; nil means the controller is not part of this build yet.
 	setup func(ctx context.Context, mgr manager.Manager, opts Options) error
 }
@@ -84,11 +86,13 @@ func registry() map[string]entry {
 	return map[string]entry{
 		NodePool: {
 			kinds: []schema.GroupVersionKind{openyurtv1beta1.GroupVersion.WithKind("NodePool")},
-			setup: func(ctx context.Context, mgr manager.Manager, opts Options) error {
+			off: func(opts Options) string {
 				if !opts.ManageNodePools {
-					ctrl.LoggerFrom(ctx).Info("NodePool controller disabled by --manage-nodepools=false")
-					return nil
+					return "NodePools are managed elsewhere (--manage-nodepools=false)"
 				}
+				return ""
+			},
+			setup: func(ctx context.Context, mgr manager.Manager, opts Options) error {
 				return nodepool.Setup(ctx, mgr, opts.NodePool)
 			},
 		},
@@ -113,6 +117,12 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) ([]string, er
 		if e.setup == nil {
 			log.Info("Controller is not implemented in this build, skipping", "controller", name)
 			continue
+		}
+		if e.off != nil {
+			if reason := e.off(opts); reason != "" {
+				log.Info("Controller disabled", "controller", name, "reason", reason)
+				continue
+			}
 		}
 		if err := served(mgr.GetRESTMapper(), e.kinds); err != nil {
 			log.Error(err, "Controller skipped: its API is not served", "controller", name)
