@@ -288,7 +288,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	if err := createNodes(ctx, c.Client, len(c.Nodes)); err != nil {
 		return err
 	}
-	return c.poll(ctx, fmt.Sprintf("%d nodes to be Ready (kwok log: %s)", len(c.Nodes), c.LogPath(Kwok)),
+	err := c.poll(ctx, fmt.Sprintf("%d nodes to be Ready (kwok log: %s)", len(c.Nodes), c.LogPath(Kwok)),
 		func(ctx context.Context) (bool, error) {
 			var nodes corev1.NodeList
 			if err := c.Client.List(ctx, &nodes); err != nil {
@@ -302,4 +302,10 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 			}
 			return ready >= len(c.Nodes), nil
 		})
+	if err != nil || c.opts.SkipManager || !c.served(nodePoolGVK) {
+		return err
+	}
+	// Ready means the manager has caught up too: every pool counts its Ready nodes.
+	return c.poll(ctx, fmt.Sprintf("the NodePools to count their Ready nodes (manager log: %s)", c.ManagerLog()),
+		func(ctx context.Context) (bool, error) { return nodePoolsCounted(ctx, c.Client), nil })
 }

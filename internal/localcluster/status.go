@@ -70,8 +70,8 @@ func applyObject(ctx context.Context, c client.Client, o *unstructured.Unstructu
 	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
-// WaitNodePoolsCounted waits (up to timeout) until every NodePool's status counts as many nodes as carry
-// its pool label, i.e. the manager's NodePool controller has caught up with the new nodes. It reports
+// WaitNodePoolsCounted waits (up to timeout) until every NodePool's status counts as many nodes, and as many
+// Ready nodes, as carry its pool label, i.e. the manager's NodePool controller has caught up with the new nodes. It reports
 // whether they did; a cluster without NodePools counts as caught up.
 func WaitNodePoolsCounted(ctx context.Context, c client.Client, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -93,9 +93,13 @@ func nodePoolsCounted(ctx context.Context, c client.Client) bool {
 	if err := c.List(ctx, &nodes); err != nil {
 		return false
 	}
-	members := map[string]int64{}
-	for _, n := range nodes.Items {
-		members[n.Labels[LabelNodePool]]++
+	members, readyMembers := map[string]int64{}, map[string]int64{}
+	for i := range nodes.Items {
+		pool := nodes.Items[i].Labels[LabelNodePool]
+		members[pool]++
+		if NodeReady(&nodes.Items[i]) {
+			readyMembers[pool]++
+		}
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(nodePoolGVK.GroupVersion().WithKind("NodePoolList"))
@@ -105,7 +109,7 @@ func nodePoolsCounted(ctx context.Context, c client.Client) bool {
 	for _, np := range list.Items {
 		ready, _, _ := unstructured.NestedInt64(np.Object, "status", "readyNodeNum")
 		notReady, _, _ := unstructured.NestedInt64(np.Object, "status", "unreadyNodeNum")
-		if ready+notReady != members[np.GetName()] {
+		if ready+notReady != members[np.GetName()] || ready != readyMembers[np.GetName()] {
 			return false
 		}
 	}
