@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/webhook"
 )
@@ -47,6 +48,8 @@ type flags struct {
 	manageNodePools        bool
 	nodePoolWorkers        int
 	syncNodeAttributes     bool
+	yadWorkers             int
+	yadMaxBatch            int
 	gracefulShutdownPeriod time.Duration
 }
 
@@ -72,6 +75,9 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.IntVar(&f.nodePoolWorkers, "nodepool-workers", 3, "Concurrent NodePool reconciles.")
 	flag.BoolVar(&f.syncNodeAttributes, "nodepool-sync-node-attributes", true,
 		"Propagate NodePool labels, annotations and taints to member nodes.")
+	flag.IntVar(&f.yadWorkers, "yurtappdaemon-workers", 3, "Concurrent reconciles of each of YurtAppDaemon and UnitedDaemonSet.")
+	flag.IntVar(&f.yadMaxBatch, "yurtappdaemon-max-batch", 32,
+		"Most concurrent child creates, updates or deletes of one YurtAppDaemon pass (slow-start batches).")
 	flag.DurationVar(&f.gracefulShutdownPeriod, "graceful-shutdown-timeout", 30*time.Second,
 		"How long to wait for running reconciles to finish on SIGTERM.")
 	zopts := &zap.Options{}
@@ -111,6 +117,7 @@ func run() error {
 	shutdown := f.gracefulShutdownPeriod
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
+		Cache:                   controller.CacheOptions(),
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  f.probeAddr,
 		LeaderElection:          f.leaderElect,
@@ -133,6 +140,7 @@ func run() error {
 		Enabled:         enabled,
 		ManageNodePools: f.manageNodePools,
 		NodePool:        nodepool.Options{Workers: f.nodePoolWorkers, SyncNodeAttributes: f.syncNodeAttributes},
+		YurtAppDaemon:   yurtappdaemon.Options{Workers: f.yadWorkers, MaxBatch: f.yadMaxBatch},
 	})
 	if err != nil {
 		return err

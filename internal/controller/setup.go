@@ -16,10 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 )
 
 // Controller names accepted by --controllers.
@@ -43,6 +46,8 @@ type Options struct {
 	ManageNodePools bool
 	// NodePool configures the NodePool controller.
 	NodePool nodepool.Options
+	// YurtAppDaemon configures the YurtAppDaemon and UnitedDaemonSet controllers.
+	YurtAppDaemon yurtappdaemon.Options
 }
 
 // ParseControllers turns the value of --controllers into a set of names. "*" or "" mean all of them; an
@@ -78,14 +83,20 @@ type entry struct {
 	kinds []schema.GroupVersionKind
 	// off, when set and returning a reason, keeps the controller (and its webhooks) from starting.
 	off func(Options) string
-	// setup registers indexes and the controller; nil means the controller is not part of this build yet.
+	// shared registers what several controllers share (field indexes); it runs once per manager however
+	// many of those controllers start.
+	shared func(ctx context.Context, indexer client.FieldIndexer) error
+	// setup registers the controller's own indexes and the controller; nil means the controller is not part
+	// of this build yet.
 	setup func(ctx context.Context, mgr manager.Manager, opts Options) error
 }
+
+var nodePoolGVK = openyurtv1beta1.GroupVersion.WithKind("NodePool")
 
 func registry() map[string]entry {
 	return map[string]entry{
 		NodePool: {
-			kinds: []schema.GroupVersionKind{openyurtv1beta1.GroupVersion.WithKind("NodePool")},
+			kinds: []schema.GroupVersionKind{nodePoolGVK},
 			off: func(opts Options) string {
 				if !opts.ManageNodePools {
 					return "NodePools are managed elsewhere (--manage-nodepools=false)"
@@ -96,8 +107,20 @@ func registry() map[string]entry {
 				return nodepool.Setup(ctx, mgr, opts.NodePool)
 			},
 		},
-		YurtAppDaemon:       {},
-		UnitedDaemonSet:     {},
+		YurtAppDaemon: {
+			kinds:  []schema.GroupVersionKind{openyurtv1alpha1.GroupVersion.WithKind("YurtAppDaemon"), nodePoolGVK},
+			shared: yurtappdaemon.SetupIndexes,
+			setup: func(ctx context.Context, mgr manager.Manager, opts Options) error {
+				return yurtappdaemon.SetupYurtAppDaemon(ctx, mgr, opts.YurtAppDaemon)
+			},
+		},
+		UnitedDaemonSet: {
+			kinds:  []schema.GroupVersionKind{openyurtv1alpha1.GroupVersion.WithKind("UnitedDaemonSet"), nodePoolGVK},
+			shared: yurtappdaemon.SetupIndexes,
+			setup: func(ctx context.Context, mgr manager.Manager, opts Options) error {
+				return yurtappdaemon.SetupUnitedDaemonSet(ctx, mgr, opts.YurtAppDaemon)
+			},
+		},
 		TApp:                {},
 		PersistentPodState:  {},
 		StagedBindingPolicy: {},
@@ -108,6 +131,7 @@ func registry() map[string]entry {
 func Setup(ctx context.Context, mgr manager.Manager, opts Options) ([]string, error) {
 	log := ctrl.LoggerFrom(ctx)
 	reg := registry()
+	sharedDone := sets.New[string]()
 	var started []string
 	for _, name := range Names {
 		if !opts.Enabled.Has(name) {
@@ -127,6 +151,15 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) ([]string, er
 		if err := served(mgr.GetRESTMapper(), e.kinds); err != nil {
 			log.Error(err, "Controller skipped: its API is not served", "controller", name)
 			continue
+		}
+		if e.shared != nil {
+			key := fmt.Sprintf("%p", e.shared)
+			if !sharedDone.Has(key) {
+				if err := e.shared(ctx, mgr.GetFieldIndexer()); err != nil {
+					return started, fmt.Errorf("setting up indexes of controller %s: %w", name, err)
+				}
+				sharedDone.Insert(key)
+			}
 		}
 		if err := e.setup(ctx, mgr, opts); err != nil {
 			return started, fmt.Errorf("setting up controller %s: %w", name, err)

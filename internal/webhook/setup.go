@@ -19,5 +19,15 @@ func Setup(mgr manager.Manager, started []string) error {
 			return fmt.Errorf("setting up NodePool webhooks: %w", err)
 		}
 	}
+	if slices.Contains(started, "yurtappdaemon") {
+		if err := SetupYurtAppDaemonWebhook(mgr); err != nil {
+			return fmt.Errorf("setting up YurtAppDaemon webhooks: %w", err)
+		}
+	}
+	if slices.Contains(started, "uniteddaemonset") {
+		if err := SetupUnitedDaemonSetWebhook(mgr); err != nil {
+			return fmt.Errorf("setting up UnitedDaemonSet webhooks: %w", err)
+		}
+	}
 	return nil
 }

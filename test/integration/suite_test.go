@@ -27,6 +27,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 	"github.com/drover-dev/drover/internal/scheme"
 	droverwebhook "github.com/drover-dev/drover/internal/webhook"
 )
@@ -78,6 +79,7 @@ func startManager() {
 	wh := testEnv.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme.New(),
+		Cache:   controller.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
@@ -93,6 +95,7 @@ func startManager() {
 		Enabled:         sets.New(controller.Names...),
 		ManageNodePools: true,
 		NodePool:        nodepool.Options{Workers: 3, SyncNodeAttributes: true},
+		YurtAppDaemon:   yurtappdaemon.Options{Workers: 3, MaxBatch: 32},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(started).To(ContainElement(controller.NodePool))
