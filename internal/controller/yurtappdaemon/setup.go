@@ -6,9 +6,31 @@ package yurtappdaemon
 
 import (
 	"context"
+	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
+	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+)
+
+// Controller names (YC-1), also the values of --controllers.
+const (
+	YurtAppDaemonControllerName   = "yurtappdaemon"
+	UnitedDaemonSetControllerName = "uniteddaemonset"
+)
+
+// Owner kinds, the values of the metrics' kind label.
+const (
+	yurtAppDaemonKind   = "YurtAppDaemon"
+	unitedDaemonSetKind = "UnitedDaemonSet"
 )
 
 // Options configures the controllers of both kinds.
@@ -19,17 +41,77 @@ type Options struct {
 	MaxBatch int
 }
 
-// SetupIndexes registers the field indexes both kinds share. Call it once per manager.
-func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	return nil // TODO(yurtappdaemon): reconciler work.
-}
-
-// SetupYurtAppDaemon registers the YurtAppDaemon controller.
+// SetupYurtAppDaemon registers the YurtAppDaemon controller. SetupIndexes must have run.
 func SetupYurtAppDaemon(ctx context.Context, mgr manager.Manager, opts Options) error {
-	return nil // TODO(yurtappdaemon): reconciler work.
+	return setup(ctx, mgr, opts, yurtAppDaemonOwnerKind())
 }
 
-// SetupUnitedDaemonSet registers the UnitedDaemonSet controller.
+// SetupUnitedDaemonSet registers the UnitedDaemonSet controller. SetupIndexes must have run.
 func SetupUnitedDaemonSet(ctx context.Context, mgr manager.Manager, opts Options) error {
-	return nil // TODO(yurtappdaemon): reconciler work.
+	return setup(ctx, mgr, opts, unitedDaemonSetOwnerKind())
+}
+
+// setup registers the controller of one owner kind. It runs on the leader only (controller-runtime's
+// default) and recovers panics in reconciles.
+func setup[T openyurtv1alpha1.Owner](_ context.Context, mgr manager.Manager, opts Options, kind ownerKind[T]) error {
+	r := newReconciler(kind, Config{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("drover-" + kind.controllerName),
+		MaxBatch:  opts.MaxBatch,
+	})
+	children := childHandler{gvk: kind.gvk}
+	pools := poolHandler[T]{reader: mgr.GetClient(), kind: kind, clock: r.pools, now: r.now}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(kind.controllerName).
+		For(kind.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&appsv1.Deployment{}, children).
+		Watches(&appsv1.StatefulSet{}, children).
+		Watches(&openyurtv1beta1.NodePool{}, pools).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), RecoverPanic: ptr.To(true)}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the %s controller: %w", kind.controllerName, err)
+	}
+	return nil
+}
+
+func yurtAppDaemonOwnerKind() ownerKind[*openyurtv1alpha1.YurtAppDaemon] {
+	return ownerKind[*openyurtv1alpha1.YurtAppDaemon]{
+		controllerName: YurtAppDaemonControllerName,
+		gvk:            openyurtv1alpha1.GroupVersion.WithKind(yurtAppDaemonKind),
+		newObject:      func() *openyurtv1alpha1.YurtAppDaemon { return &openyurtv1alpha1.YurtAppDaemon{} },
+		newList:        func() client.ObjectList { return &openyurtv1alpha1.YurtAppDaemonList{} },
+		items: func(l client.ObjectList) []*openyurtv1alpha1.YurtAppDaemon {
+			list, ok := l.(*openyurtv1alpha1.YurtAppDaemonList)
+			if !ok {
+				return nil
+			}
+			out := make([]*openyurtv1alpha1.YurtAppDaemon, len(list.Items))
+			for i := range list.Items {
+				out[i] = &list.Items[i]
+			}
+			return out
+		},
+	}
+}
+
+func unitedDaemonSetOwnerKind() ownerKind[*openyurtv1alpha1.UnitedDaemonSet] {
+	return ownerKind[*openyurtv1alpha1.UnitedDaemonSet]{
+		controllerName: UnitedDaemonSetControllerName,
+		gvk:            openyurtv1alpha1.GroupVersion.WithKind(unitedDaemonSetKind),
+		newObject:      func() *openyurtv1alpha1.UnitedDaemonSet { return &openyurtv1alpha1.UnitedDaemonSet{} },
+		newList:        func() client.ObjectList { return &openyurtv1alpha1.UnitedDaemonSetList{} },
+		items: func(l client.ObjectList) []*openyurtv1alpha1.UnitedDaemonSet {
+			list, ok := l.(*openyurtv1alpha1.UnitedDaemonSetList)
+			if !ok {
+				return nil
+			}
+			out := make([]*openyurtv1alpha1.UnitedDaemonSet, len(list.Items))
+			for i := range list.Items {
+				out[i] = &list.Items[i]
+			}
+			return out
+		},
+	}
 }

@@ -1,0 +1,273 @@
+package yurtappdaemon
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
+	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
+)
+
+// Field managers of drover's writes to children (YC-16, YC-22).
+const (
+	// FieldManager owns everything drover renders into a child.
+	FieldManager = "drover-yurtappdaemon"
+	// HandoffFieldManager keeps a child's spec.replicas when the template stops setting them (YC-16).
+	HandoffFieldManager = "drover-replicas-handoff"
+)
+
+// maxMemoEntries bounds the render memo and maxGuardEntries the loop guard's memory; each is emptied when
+// full (children garbage-collected with their owner are never forgotten one by one).
+const (
+	maxMemoEntries  = 20000
+	maxGuardEntries = 100000
+)
+
+// renderMemo memoizes renders per (owner UID and generation, revision, child name, pool name, labels and
+// taints) so that a pass over unchanged pools does not render again (PF-3). Results are shared: callers
+// never modify them.
+type renderMemo struct {
+	mu      sync.Mutex
+	entries map[string]*render.Result
+}
+
+func newRenderMemo() *renderMemo { return &renderMemo{entries: map[string]*render.Result{}} }
+
+// render returns the memoized result for in, rendering it on a miss. Errors are not memoized.
+func (m *renderMemo) render(in render.Input, generation int64) (*render.Result, error) {
+	key := fmt.Sprintf("%s\x02%d\x02%s\x02%s\x02%s", in.Owner.UID, generation, in.Revision, in.Name, poolKey(&in.Pool))
+	m.mu.Lock()
+	res, ok := m.entries[key]
+	m.mu.Unlock()
+	if ok {
+		return res, nil
+	}
+	res, err := render.Render(in)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.entries) >= maxMemoEntries {
+		clear(m.entries)
+	}
+	m.entries[key] = res
+	return res, nil
+}
+
+// loopGuard is the memory that keeps drover from writing a child twice for the same rendering (YC-24) and
+// from checking an unchanged child again (PF-3).
+type loopGuard struct {
+	mu sync.Mutex
+	// settled remembers, per child, a rendered hash and a resourceVersion at which the child needs no write
+	// for that hash: either it was found in sync at that resourceVersion, or it was just applied from it (while
+	// the cache still shows that resourceVersion, it has not seen the write yet). Any change of the child
+	// changes its resourceVersion and ends this.
+	settled map[types.UID]settledMark
+	// mismatch remembers children whose apply result still failed the subset check: they count as in sync
+	// while their rendered hash and generation are unchanged.
+	mismatch map[types.UID]mismatchMark
+}
+
+type settledMark struct{ hash, resourceVersion string }
+
+type mismatchMark struct {
+	hash       string
+	generation int64
+}
+
+func newLoopGuard() *loopGuard {
+	return &loopGuard{settled: map[types.UID]settledMark{}, mismatch: map[types.UID]mismatchMark{}}
+}
+
+// holds reports whether live must be treated as in sync with a rendering of hash.
+func (g *loopGuard) holds(live client.Object, hash string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.settled[live.GetUID()]; ok {
+		if s.hash == hash && s.resourceVersion == live.GetResourceVersion() && s.resourceVersion != "" {
+			return true
+		}
+		delete(g.settled, live.GetUID())
+	}
+	if m, ok := g.mismatch[live.GetUID()]; ok {
+		if m.hash == hash && m.generation == live.GetGeneration() {
+			return true
+		}
+		delete(g.mismatch, live.GetUID())
+	}
+	return false
+}
+
+// settle remembers that the child with uid needs no write for hash while it is at resourceVersion.
+func (g *loopGuard) settle(uid types.UID, hash, resourceVersion string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.settled) >= maxGuardEntries {
+		clear(g.settled)
+	}
+	g.settled[uid] = settledMark{hash: hash, resourceVersion: resourceVersion}
+}
+
+// recordMismatch remembers a normalization mismatch; it reports whether it is new (to log it once).
+func (g *loopGuard) recordMismatch(uid types.UID, hash string, generation int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := mismatchMark{hash: hash, generation: generation}
+	if len(g.mismatch) >= maxGuardEntries {
+		clear(g.mismatch)
+	}
+	old, ok := g.mismatch[uid]
+	g.mismatch[uid] = m
+	return !ok || old != m
+}
+
+func (g *loopGuard) forget(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.settled, uid)
+	delete(g.mismatch, uid)
+}
+
+// needsApply reports whether live must be written for res (YC-23, YC-24). A child found in sync is
+// remembered at its resourceVersion, so the next pass skips the subset check while it is unchanged.
+func (r *Reconciler[T]) needsApply(live client.Object, res *render.Result, ownerUID types.UID) bool {
+	if r.guard.holds(live, res.Hash) {
+		return false
+	}
+	if !render.InSync(res.Body, live, ownerUID) {
+		return true
+	}
+	r.guard.settle(live.GetUID(), res.Hash, live.GetResourceVersion())
+	return false
+}
+
+// applyChild writes res to the live child with server-side apply (YC-22), handing spec.replicas over first
+// when drover stops managing them (YC-16). The body carries the child's UID, so the apply fails rather than
+// touch an object that replaced it. It returns the written object.
+func (r *Reconciler[T]) applyChild(ctx context.Context, adapter render.Adapter, live client.Object,
+	res *render.Result, ownerUID types.UID) (client.Object, error) {
+	if res.Replicas == nil {
+		if err := r.handoffReplicas(ctx, adapter, live); err != nil {
+			return nil, err
+		}
+	}
+	body := res.Body.DeepCopy()
+	body.SetUID(live.GetUID())
+	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
+		client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err != nil {
+		return nil, fmt.Errorf("applying %s %s: %w", adapter.Kind(), live.GetName(), err)
+	}
+	r.guard.settle(live.GetUID(), res.Hash, live.GetResourceVersion())
+	if !render.InSync(res.Body, body, ownerUID) {
+		normalizationMismatches.WithLabelValues(r.kind.gvk.Kind).Inc()
+		if r.guard.recordMismatch(live.GetUID(), res.Hash, body.GetGeneration()) {
+			ctrl.LoggerFrom(ctx).Info("Applied workload still differs from its rendering; holding it until the rendering or its generation changes",
+				"workload", klog.KObj(live), "kind", adapter.Kind(), "renderedHash", res.Hash)
+		}
+	}
+	return typed(adapter, body), nil
+}
+
+// handoffReplicas applies the live spec.replicas under HandoffFieldManager when the child still carries the
+// applied-replicas annotation (YC-16), so that the next apply, which omits replicas, does not remove them.
+func (r *Reconciler[T]) handoffReplicas(ctx context.Context, adapter render.Adapter, live client.Object) error {
+	if _, managed := live.GetAnnotations()[openyurtv1alpha1.AnnotationAppliedReplicas]; !managed {
+		return nil
+	}
+	replicas := liveReplicas(live)
+	if replicas == nil {
+		return nil
+	}
+	body := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"replicas": int64(*replicas)},
+	}}
+	body.SetGroupVersionKind(adapter.GVK())
+	body.SetName(live.GetName())
+	body.SetNamespace(live.GetNamespace())
+	body.SetUID(live.GetUID())
+	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
+		client.FieldOwner(HandoffFieldManager), client.ForceOwnership)
+	if err != nil {
+		return fmt.Errorf("handing over spec.replicas of %s: %w", live.GetName(), err)
+	}
+	return nil
+}
+
+// createChild creates the child rendered in res. A create is a POST, not an apply, so that a name taken by
+// another object is reported (YC-11) instead of taken over. The fields the POST set are then handed from the
+// create's Update entry to drover's apply entry, so later applies can remove what drover stops rendering.
+func (r *Reconciler[T]) createChild(ctx context.Context, adapter render.Adapter, res *render.Result) (client.Object, error) {
+	obj := res.Body.DeepCopy()
+	if err := r.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		return nil, fmt.Errorf("creating %s %s: %w", adapter.Kind(), obj.GetName(), err)
+	}
+	r.upgradeManagedFields(ctx, obj)
+	return typed(adapter, obj), nil
+}
+
+// upgradeManagedFields moves the fields the create set from FieldManager's Update entry to its Apply entry
+// (what kubectl does when it upgrades client-side to server-side apply). A failure leaves the child correct
+// but with fields drover cannot remove later by omission, so it is logged, not returned.
+func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructured.Unstructured) {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager)
+	if err == nil && patch != nil {
+		err = r.Client.Patch(ctx, obj.DeepCopy(), client.RawPatch(types.JSONPatchType, patch))
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Handing the created workload's fields to server-side apply failed",
+			"workload", klog.KObj(obj), "error", err.Error())
+	}
+}
+
+// getUncached reads a child that a create found to exist. It is the controller's one deliberate API read
+// (YC-11): the cache holds only objects carrying the pool-name label, so a child whose label was removed by
+// hand, or a foreign object of that name, is invisible to it.
+func (r *Reconciler[T]) getUncached(ctx context.Context, adapter render.Adapter, namespace, name string) (client.Object, error) {
+	obj := adapter.NewObject()
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return nil, fmt.Errorf("reading existing %s %s: %w", adapter.Kind(), name, err)
+	}
+	return obj, nil
+}
+
+// typed converts a written object to the adapter's typed object, for the status summary; on failure the
+// unstructured object is returned as it is.
+func typed(adapter render.Adapter, u *unstructured.Unstructured) client.Object {
+	obj := adapter.NewObject()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return u
+	}
+	return obj
+}
+
+// liveReplicas returns a child's spec.replicas.
+func liveReplicas(obj client.Object) *int32 {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o.Spec.Replicas
+	case *appsv1.StatefulSet:
+		return o.Spec.Replicas
+	case *unstructured.Unstructured:
+		v, found, err := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		if err != nil || !found {
+			return nil
+		}
+		r := int32(v)
+		return &r
+	default:
+		return nil
+	}
+}

@@ -1,0 +1,151 @@
+package yurtappdaemon
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
+	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
+	"github.com/drover-dev/drover/internal/testutil"
+)
+
+// TestReplicasHandoff covers YC-16: the live count is handed to drover-replicas-handoff before an apply
+// that stops managing replicas, and it is unchanged afterwards.
+func TestReplicasHandoff(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k kindCase) {
+		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj()}, interceptor.Funcs{})
+		// The child as an earlier apply left it, with template replicas 5 (scaled since to 6 by someone else).
+		earlier := k.owner().Deployment(func() appsv1.DeploymentSpec {
+			s := testutil.DeploymentSpec(appLabels, "dns:0")
+			s.Replicas = ptrInt32(5)
+			return s
+		}()).Obj()
+		res, err := render.Render(render.Input{
+			Owner:     render.OwnerRef{APIVersion: openyurtv1alpha1.GroupVersion.String(), Kind: k.kind, Name: ownerName, UID: ownerUID},
+			Namespace: testNS, Spec: earlier.DaemonSpec(), Pool: render.Pool{Name: "east"}, Revision: "dns-old", Name: "dns-east",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := f.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(res.Body), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+		d := &appsv1.Deployment{}
+		if err := f.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: "dns-east"}, d); err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Replicas = ptrInt32(6)
+		if err := f.c.Update(ctx, d, client.FieldOwner("hpa")); err != nil {
+			t.Fatal(err)
+		}
+		f.writes.reset()
+
+		f.mustReconcile()
+		var applies []string
+		for _, e := range f.writes.entries() {
+			if strings.HasPrefix(e, "apply") {
+				applies = append(applies, e)
+			}
+		}
+		want := []string{"apply Deployment dns-east by " + HandoffFieldManager, "apply Deployment dns-east by " + FieldManager}
+		if diff := cmp.Diff(want, applies); diff != "" {
+			t.Errorf("applies (-want +got):\n%s", diff)
+		}
+		if err := f.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: "dns-east"}, d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 6 {
+			t.Errorf("replicas = %v, want the live 6", d.Spec.Replicas)
+		}
+		if _, ok := d.Annotations[openyurtv1alpha1.AnnotationAppliedReplicas]; ok {
+			t.Errorf("annotation %s is still set", openyurtv1alpha1.AnnotationAppliedReplicas)
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "dns:1" {
+			t.Errorf("image = %q, want dns:1", img)
+		}
+	})
+}
+
+// TestCreatedFieldsMoveToApply: fields a create set are handed to the apply manager, so a key drover stops
+// rendering is removed by the next apply (YC-22).
+func TestCreatedFieldsMoveToApply(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k kindCase) {
+		refresh := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := c.Create(ctx, obj, opts...); err != nil {
+				return err
+			}
+			// The API server answers a create with the stored object, managedFields included.
+			return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		}}
+		owner := k.owner().TemplateMetadata(map[string]string{"team": "dns", "stage": "beta"}, nil)
+		f := newFixtureWith(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, refresh,
+			fake.NewClientBuilder().WithReturnManagedFields())
+		f.mustReconcile()
+		if got := f.deployments()["dns-east"].Labels["stage"]; got != "beta" {
+			t.Fatalf("label stage = %q after create", got)
+		}
+		if n := f.writes.get("patch Deployment"); n != 1 {
+			t.Errorf("%d managed-field patches after the create, want 1: %v", n, f.writes.entries())
+		}
+		updated := owner.TemplateMetadata(map[string]string{"team": "dns"}, nil).Generation(2).Obj()
+		current := k.owner().Obj()
+		if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(current), current); err != nil {
+			t.Fatal(err)
+		}
+		updated.SetResourceVersion(current.GetResourceVersion())
+		if err := f.c.Update(context.Background(), updated); err != nil {
+			t.Fatal(err)
+		}
+		f.mustReconcile()
+		labels := f.deployments()["dns-east"].Labels
+		if _, ok := labels["stage"]; ok || labels["team"] != "dns" {
+			t.Errorf("labels = %v, want team kept and stage removed", labels)
+		}
+	})
+}
+
+// TestLoopGuard covers YC-24: a child whose apply result still differs from the body is not written again
+// for the same rendering and generation.
+func TestLoopGuard(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k kindCase) {
+		normalize := interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if err := c.Apply(ctx, obj, opts...); err != nil {
+				return err
+			}
+			// The API server "normalizes" the image: the stored object and the response differ from the body.
+			u, _ := applyConfigObject(obj)
+			d := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, d); err != nil {
+				return err
+			}
+			d.Spec.Template.Spec.Containers[0].Image = "docker.io/library/dns:1"
+			if err := c.Update(ctx, d); err != nil {
+				return err
+			}
+			return unstructuredNestedSet(u, "docker.io/library/dns:1")
+		}}
+		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), child("dns-east", "east", k.ref())}, normalize)
+		f.mustReconcile()
+		if n := f.writes.get("apply"); n != 1 {
+			t.Fatalf("first pass: %d applies, want 1", n)
+		}
+		before := promValue(normalizationMismatches.WithLabelValues(k.kind))
+		f.writes.reset()
+		f.mustReconcile()
+		if n := f.writes.get("apply"); n != 0 {
+			t.Errorf("second pass: %d applies, want 0 (the loop guard holds the child)", n)
+		}
+		if after := promValue(normalizationMismatches.WithLabelValues(k.kind)); after != before {
+			t.Errorf("mismatches counted again on the second pass: %v → %v", before, after)
+		}
+	})
+}

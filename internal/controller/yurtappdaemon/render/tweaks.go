@@ -1,0 +1,188 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
+)
+
+// MatchingTweaks returns the tweaks whose pools contain the pool's name or whose nodepoolSelector matches
+// the pool's labels, in list order (§4.5 step 7). An absent or unconvertible selector matches nothing.
+func MatchingTweaks(spec *openyurtv1alpha1.YurtAppDaemonSpec, pool Pool) []openyurtv1alpha1.WorkloadTweak {
+	if spec == nil {
+		return nil
+	}
+	idx := matchingIndexes(spec, pool)
+	out := make([]openyurtv1alpha1.WorkloadTweak, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, spec.WorkloadTweaks[i])
+	}
+	return out
+}
+
+// matchingIndexes returns the indexes in spec.workloadTweaks of the tweaks that select pool.
+func matchingIndexes(spec *openyurtv1alpha1.YurtAppDaemonSpec, pool Pool) []int {
+	var out []int
+	for i := range spec.WorkloadTweaks {
+		if tweakSelects(&spec.WorkloadTweaks[i], pool) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func tweakSelects(t *openyurtv1alpha1.WorkloadTweak, pool Pool) bool {
+	if slices.Contains(t.Pools, pool.Name) {
+		return true
+	}
+	if t.NodePoolSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(t.NodePoolSelector)
+	if err != nil {
+		return false
+	}
+	return sel.Matches(labels.Set(pool.Labels))
+}
+
+// tweakError locates a failing tweak for messages and field paths. Patch is -1 when the failure is the
+// decoding of the patched object rather than one operation.
+type tweakError struct {
+	Tweak, Patch int
+	Err          error
+}
+
+func (e *tweakError) Error() string {
+	if e.Patch < 0 {
+		return fmt.Sprintf("spec.workloadTweaks[%d].tweaks.patches: %v", e.Tweak, e.Err)
+	}
+	return fmt.Sprintf("spec.workloadTweaks[%d].tweaks.patches[%d]: %v", e.Tweak, e.Patch, e.Err)
+}
+
+func (e *tweakError) Unwrap() error { return e.Err }
+
+// applyTweak applies the images and patches of tweak number i to obj for pool (§4.5 step 7). Patches work
+// on the JSON of the object rendered so far (as encoding/json writes it, like OpenYurt's YurtAppSet) and
+// the result is decoded strictly, so a patch that adds an unknown field fails instead of vanishing.
+func applyTweak(obj client.Object, t *openyurtv1alpha1.WorkloadTweak, i int, pool string) (client.Object, error) {
+	setImages(&partsOf(obj).template.Spec, t.Tweaks.ContainerImages)
+	if len(t.Tweaks.Patches) == 0 {
+		return obj, nil
+	}
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		return nil, &tweakError{Tweak: i, Patch: -1, Err: err}
+	}
+	for j := range t.Tweaks.Patches {
+		if doc, err = applyPatch(doc, &t.Tweaks.Patches[j], pool); err != nil {
+			return nil, &tweakError{Tweak: i, Patch: j, Err: err}
+		}
+	}
+	out, err := decodeStrict(doc, obj)
+	if err != nil {
+		return nil, &tweakError{Tweak: i, Patch: -1, Err: err}
+	}
+	return out, nil
+}
+
+// setImages sets the image of the containers and init containers named in images. A name that matches no
+// container (a patch may have removed it) is skipped; the webhook checks names against the template.
+func setImages(pod *corev1.PodSpec, images []openyurtv1alpha1.ContainerImage) {
+	for _, img := range images {
+		for k := range pod.Containers {
+			if pod.Containers[k].Name == img.Name {
+				pod.Containers[k].Image = img.TargetImage
+			}
+		}
+		for k := range pod.InitContainers {
+			if pod.InitContainers[k].Name == img.Name {
+				pod.InitContainers[k].Image = img.TargetImage
+			}
+		}
+	}
+}
+
+// applyPatch applies one RFC 6902 operation to doc, after substituting the pool name in its value.
+func applyPatch(doc []byte, p *openyurtv1alpha1.Patch, pool string) ([]byte, error) {
+	op := map[string]any{"op": string(p.Operation), "path": p.Path}
+	switch p.Operation {
+	case openyurtv1alpha1.PatchAdd, openyurtv1alpha1.PatchReplace:
+		if p.Value == nil || len(p.Value.Raw) == 0 {
+			return nil, fmt.Errorf("%s needs a value", p.Operation)
+		}
+		v, err := decodeJSON(p.Value.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("value: %w", err)
+		}
+		op["value"] = substitute(v, pool)
+	case openyurtv1alpha1.PatchRemove:
+	default:
+		return nil, fmt.Errorf("unsupported operation %q", p.Operation)
+	}
+	raw, err := json.Marshal([]any{op})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the operation: %w", err)
+	}
+	patch, err := jsonpatch.DecodePatch(raw)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the operation: %w", err)
+	}
+	out, err := patch.Apply(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", p.Operation, p.Path, err)
+	}
+	return out, nil
+}
+
+// substitute replaces {{nodepool-name}} in every string and object key of v.
+func substitute(v any, pool string) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, openyurtv1alpha1.NodePoolNamePlaceholder, pool)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[strings.ReplaceAll(k, openyurtv1alpha1.NodePoolNamePlaceholder, pool)] = substitute(e, pool)
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = substitute(e, pool)
+		}
+		return x
+	default:
+		return v
+	}
+}
+
+// decodeStrict decodes doc into a new object of like's type, rejecting unknown fields and trailing data.
+func decodeStrict(doc []byte, like client.Object) (client.Object, error) {
+	var out client.Object
+	switch like.(type) {
+	case *appsv1.Deployment:
+		out = &appsv1.Deployment{}
+	default:
+		out = &appsv1.StatefulSet{}
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return nil, fmt.Errorf("the patched object does not decode: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("the patched object does not decode: trailing data")
+	}
+	out.GetObjectKind().SetGroupVersionKind(like.GetObjectKind().GroupVersionKind())
+	return out, nil
+}
