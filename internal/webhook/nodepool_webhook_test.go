@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/index"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -306,9 +308,7 @@ func TestNodePoolValidatorDelete(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.nodes...).WithInterceptorFuncs(tc.hooks)
-			for _, ix := range nodepool.Indexes() {
-				b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
-			}
+			b = index.WithIndexes(b, nodepool.Indexes())
 			_, err := NodePoolValidator{Reader: b.Build()}.ValidateDelete(context.Background(), pool)
 			if tc.wantAllowed {
 				if err != nil {

@@ -2,10 +2,11 @@ package nodepool
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/drover-dev/drover/internal/index"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 )
@@ -24,17 +25,10 @@ const (
 	StaleAttributesValue = "true"
 )
 
-// Index is one field index: the indexed type, its key and the function computing the indexed values.
-type Index struct {
-	Object  client.Object
-	Field   string
-	Extract client.IndexerFunc
-}
-
 // Indexes returns every index of this package. Production registers them through SetupIndexes; tests pass
 // them to fake.ClientBuilder.WithIndex.
-func Indexes() []Index {
-	return []Index{
+func Indexes() []index.Index {
+	return []index.Index{
 		{Object: &corev1.Node{}, Field: IndexNodeMembership, Extract: nodeMembershipValues},
 		{Object: &corev1.Node{}, Field: IndexNodeDesiredPool, Extract: nodeDesiredPoolValues},
 		{Object: &corev1.Node{}, Field: IndexNodeStaleAttributes, Extract: nodeStaleAttributesValues},
@@ -43,12 +37,7 @@ func Indexes() []Index {
 
 // SetupIndexes registers the Node indexes with the manager's field indexer (its cache).
 func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	for _, ix := range Indexes() {
-		if err := indexer.IndexField(ctx, ix.Object, ix.Field, ix.Extract); err != nil {
-			return fmt.Errorf("indexing nodes by %s: %w", ix.Field, err)
-		}
-	}
-	return nil
+	return index.Register(ctx, indexer, Indexes())
 }
 
 // MembershipOf returns the pool a node belongs to, or "" if it belongs to none.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/index"
+
 	"github.com/google/go-cmp/cmp"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -66,9 +68,7 @@ func newFixture(t *testing.T, sync bool, objs []client.Object, hooks interceptor
 	w := &writes{}
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&openyurtv1beta1.NodePool{})
-	for _, ix := range Indexes() {
-		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
-	}
+	b = index.WithIndexes(b, Indexes())
 	b = b.WithInterceptorFuncs(interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			if _, ok := obj.(*corev1.Node); ok {

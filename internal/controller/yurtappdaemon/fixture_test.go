@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/index"
+
 	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
@@ -151,9 +153,7 @@ func newFixtureWith(t *testing.T, k kindCase, objs []client.Object, hooks interc
 	w := &writes{counts: map[string]int{}}
 	b = b.WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&openyurtv1alpha1.YurtAppDaemon{}, &openyurtv1alpha1.UnitedDaemonSet{}, &openyurtv1beta1.NodePool{})
-	for _, ix := range Indexes() {
-		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
-	}
+	b = index.WithIndexes(b, Indexes())
 	b = b.WithInterceptorFuncs(countingFuncs(w, hooks))
 	c := b.Build()
 	rec := events.NewFakeRecorder(100)
