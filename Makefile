@@ -43,7 +43,10 @@ generate: tools-dev ## Generate deepcopy code.
 
 .PHONY: manifests
 manifests: tools-dev ## Generate CRDs, RBAC and webhook manifests under config/.
-	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/crdpatch -strip-defaults=spec.template,spec.templatePool,spec.volumeClaimTemplates \
+		-strip-descriptions=spec.template,spec.templatePool,spec.volumeClaimTemplates \
+		config/crd/bases/apps.tkestack.io_tapps.yaml
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/..." output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
 

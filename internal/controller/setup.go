@@ -21,6 +21,7 @@ import (
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 	"github.com/drover-dev/drover/internal/controller/nodepool"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 )
@@ -121,7 +122,9 @@ func registry() map[string]entry {
 				return yurtappdaemon.SetupUnitedDaemonSet(ctx, mgr, opts.YurtAppDaemon)
 			},
 		},
-		TApp:                {},
+		TApp: {
+			kinds: []schema.GroupVersionKind{tkestackv1.GroupVersion.WithKind("TApp")},
+		},
 		PersistentPodState:  {},
 		StagedBindingPolicy: {},
 	}

@@ -8,6 +8,7 @@ import (
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
 // New returns a scheme holding the Kubernetes built-in types and every API drover serves.
@@ -16,5 +17,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(openyurtv1alpha1.AddToScheme(s))
 	utilruntime.Must(openyurtv1beta1.AddToScheme(s))
+	utilruntime.Must(tkestackv1.AddToScheme(s))
 	return s
 }

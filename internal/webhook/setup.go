@@ -29,5 +29,10 @@ func Setup(mgr manager.Manager, started []string) error {
 			return fmt.Errorf("setting up UnitedDaemonSet webhooks: %w", err)
 		}
 	}
+	if slices.Contains(started, "tapp") {
+		if err := SetupTAppWebhook(mgr); err != nil {
+			return fmt.Errorf("setting up TApp webhooks: %w", err)
+		}
+	}
 	return nil
 }
