@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -218,13 +219,35 @@ func (r *Reconciler[T]) createChild(ctx context.Context, adapter render.Adapter,
 	return typed(adapter, obj), nil
 }
 
+// upgradeAttempts bounds upgradeManagedFields: the patch carries a resourceVersion precondition, and the
+// workload's own controller writes status right after a create, so the first try often loses that race.
+const upgradeAttempts = 4
+
 // upgradeManagedFields moves the fields the create set from FieldManager's Update entry to its Apply entry
-// (what kubectl does when it upgrades client-side to server-side apply). A failure leaves the child correct
+// (what kubectl does when it upgrades client-side to server-side apply). A lost race is retried from a fresh
+// uncached read, which carries the managedFields the cache strips. A final failure leaves the child correct
 // but with fields drover cannot remove later by omission, so it is logged, not returned.
 func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructured.Unstructured) {
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager)
-	if err == nil && patch != nil {
-		err = r.Client.Patch(ctx, obj.DeepCopy(), client.RawPatch(types.JSONPatchType, patch))
+	cur := obj
+	var err error
+	for attempt := 1; attempt <= upgradeAttempts; attempt++ {
+		var patch []byte
+		if patch, err = csaupgrade.UpgradeManagedFieldsPatch(cur, sets.New(FieldManager), FieldManager); err != nil || patch == nil {
+			break
+		}
+		if err = r.Client.Patch(ctx, cur.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); err == nil {
+			return
+		}
+		if attempt == upgradeAttempts || !(apierrors.IsConflict(err) || apierrors.IsInvalid(err)) {
+			break
+		}
+		// Deliberate uncached read (as in YC-11): the cache holds no managedFields.
+		fresh := &unstructured.Unstructured{}
+		fresh.SetGroupVersionKind(obj.GroupVersionKind())
+		if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			break
+		}
+		cur = fresh
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Handing the created workload's fields to server-side apply failed",

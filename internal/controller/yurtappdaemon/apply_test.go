@@ -2,8 +2,13 @@ package yurtappdaemon
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -109,6 +114,45 @@ func TestCreatedFieldsMoveToApply(t *testing.T) {
 		labels := f.deployments()["dns-east"].Labels
 		if _, ok := labels["stage"]; ok || labels["team"] != "dns" {
 			t.Errorf("labels = %v, want team kept and stage removed", labels)
+		}
+	})
+}
+
+// TestManagedFieldsUpgradeRetriesLostRace covers the race after a create: the workload's controller writes
+// status first, the upgrade patch's resourceVersion precondition fails, and a fresh read lets it succeed.
+func TestManagedFieldsUpgradeRetriesLostRace(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k kindCase) {
+		conflicts := 0
+		funcs := interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := c.Create(ctx, obj, opts...); err != nil {
+					return err
+				}
+				return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if patch.Type() == types.JSONPatchType && conflicts == 0 {
+					conflicts++
+					return apierrors.NewConflict(appsv1.Resource("deployments"), obj.GetName(), errors.New("the object has been modified"))
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+		}
+		owner := k.owner().TemplateMetadata(map[string]string{"team": "dns", "stage": "beta"}, nil)
+		f := newFixtureWith(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, funcs,
+			fake.NewClientBuilder().WithReturnManagedFields())
+		f.mustReconcile()
+		if conflicts != 1 {
+			t.Fatalf("%d conflicts injected, want 1", conflicts)
+		}
+		d := &appsv1.Deployment{}
+		if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: testNS, Name: "dns-east"}, d); err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range d.ManagedFields {
+			if mf.Manager == FieldManager && mf.Operation != metav1.ManagedFieldsOperationApply {
+				t.Errorf("manager %s still has a %s entry after the retry", FieldManager, mf.Operation)
+			}
 		}
 	})
 }
