@@ -238,7 +238,7 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 		if err = r.Client.Patch(ctx, cur.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); err == nil {
 			return
 		}
-		if attempt == upgradeAttempts || !(apierrors.IsConflict(err) || apierrors.IsInvalid(err)) {
+		if attempt == upgradeAttempts || (!apierrors.IsConflict(err) && !apierrors.IsInvalid(err)) {
 			break
 		}
 		// Deliberate uncached read (as in YC-11): the cache holds no managedFields.
