@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/tapp"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/webhook"
@@ -50,6 +51,9 @@ type flags struct {
 	syncNodeAttributes     bool
 	yadWorkers             int
 	yadMaxBatch            int
+	tappDeleteAfterFinish  bool
+	tappWorkers            int
+	tappWriteConcurrency   int
 	gracefulShutdownPeriod time.Duration
 }
 
@@ -78,6 +82,11 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.IntVar(&f.yadWorkers, "yurtappdaemon-workers", 3, "Concurrent reconciles of each of YurtAppDaemon and UnitedDaemonSet.")
 	flag.IntVar(&f.yadMaxBatch, "yurtappdaemon-max-batch", 32,
 		"Most concurrent child creates, updates or deletes of one YurtAppDaemon pass (slow-start batches).")
+	flag.BoolVar(&f.tappDeleteAfterFinish, "tapp-delete-pod-after-app-finish", true,
+		"Delete the pods of finished TApp instances once the whole TApp has finished (default of spec.deletePodAfterAppFinish).")
+	flag.IntVar(&f.tappWorkers, "tapp-concurrent-reconciles", 5, "Concurrent TApp reconciles.")
+	flag.IntVar(&f.tappWriteConcurrency, "tapp-pod-write-concurrency", tapp.DefaultPodWriteConcurrency,
+		"Most pod and PVC writes of one TApp pass in flight at once.")
 	flag.DurationVar(&f.gracefulShutdownPeriod, "graceful-shutdown-timeout", 30*time.Second,
 		"How long to wait for running reconciles to finish on SIGTERM.")
 	zopts := &zap.Options{}
@@ -141,6 +150,11 @@ func run() error {
 		ManageNodePools: f.manageNodePools,
 		NodePool:        nodepool.Options{Workers: f.nodePoolWorkers, SyncNodeAttributes: f.syncNodeAttributes},
 		YurtAppDaemon:   yurtappdaemon.Options{Workers: f.yadWorkers, MaxBatch: f.yadMaxBatch},
+		TApp: tapp.Options{
+			DeletePodAfterAppFinish: f.tappDeleteAfterFinish,
+			ConcurrentReconciles:    f.tappWorkers,
+			PodWriteConcurrency:     f.tappWriteConcurrency,
+		},
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/tapp"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 )
 
@@ -49,6 +50,8 @@ type Options struct {
 	NodePool nodepool.Options
 	// YurtAppDaemon configures the YurtAppDaemon and UnitedDaemonSet controllers.
 	YurtAppDaemon yurtappdaemon.Options
+	// TApp configures the TApp controller.
+	TApp tapp.Options
 }
 
 // ParseControllers turns the value of --controllers into a set of names. "*" or "" mean all of them; an
@@ -124,6 +127,9 @@ func registry() map[string]entry {
 		},
 		TApp: {
 			kinds: []schema.GroupVersionKind{tkestackv1.GroupVersion.WithKind("TApp")},
+			setup: func(ctx context.Context, mgr manager.Manager, opts Options) error {
+				return tapp.Setup(ctx, mgr, opts.TApp)
+			},
 		},
 		PersistentPodState:  {},
 		StagedBindingPolicy: {},

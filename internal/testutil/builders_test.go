@@ -69,3 +69,23 @@ func TestMakeNodePool(t *testing.T) {
 		t.Errorf("an earlier Obj() changed with the builder")
 	}
 }
+
+func TestMakeTApp(t *testing.T) {
+	lbls := map[string]string{"app": "web"}
+	b := MakeTApp("web", "ns").Replicas(3).Template(PodTemplate(lbls, "nginx:1")).Killed("1").VolumeClaim("data", "1Gi")
+	app := b.Obj()
+	if app.Spec.Replicas != 3 || app.Spec.Selector == nil || app.Spec.Selector.MatchLabels["app"] != "web" {
+		t.Errorf("spec: %+v", app.Spec)
+	}
+	if app.Spec.Statuses["1"] != "Killed" || len(app.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("statuses %v, claims %d", app.Spec.Statuses, len(app.Spec.VolumeClaimTemplates))
+	}
+	// Obj returns a copy: later calls do not change it.
+	b.Image("nginx:2")
+	if got := app.Spec.Template.Spec.Containers[0].Image; got != "nginx:1" {
+		t.Errorf("earlier object changed: %s", got)
+	}
+	if got := b.Obj().Spec.Template.Spec.Containers[0].Image; got != "nginx:2" {
+		t.Errorf("image = %s", got)
+	}
+}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/tapp"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 	"github.com/drover-dev/drover/internal/scheme"
 	droverwebhook "github.com/drover-dev/drover/internal/webhook"
@@ -96,6 +97,7 @@ func startManager() {
 		ManageNodePools: true,
 		NodePool:        nodepool.Options{Workers: 3, SyncNodeAttributes: true},
 		YurtAppDaemon:   yurtappdaemon.Options{Workers: 3, MaxBatch: 32},
+		TApp:            tapp.Options{DeletePodAfterAppFinish: true, ConcurrentReconciles: 5, PodWriteConcurrency: 100},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(started).To(ContainElement(controller.NodePool))

@@ -1,7 +1,12 @@
-// Package tapp holds the TApp controller of drover (apps.tkestack.io/v1, specs/tapp.md). This part is the pure
-// logic: status derivation, planning, budgets, hashing, pod construction, in-place merging and completion
-// detection. Nothing here reads or writes the API; every function is deterministic in its arguments (time is
-// passed in), so the reconciler stays a thin sequence of reads, writes and expectation bookkeeping.
+// Package tapp holds the TApp controller of drover (apps.tkestack.io/v1, specs/tapp.md).
+//
+// Most of it is pure logic: status derivation, planning, budgets, hashing, pod construction, in-place merging
+// and completion detection. Those functions never read or write the API and are deterministic in their
+// arguments (time is passed in). The I/O lives in a few files only, a thin sequence of reads, writes and
+// expectation bookkeeping around the pure core: reconciler.go (Reconcile, status write, result),
+// observe_io.go (step 2), execute.go (step 4, §6.3), pvc_io.go (§10), spec_io.go (selector persistence and
+// template pruning), expectations.go (§14), handlers.go and index.go (watches and field indexes), events.go,
+// metrics.go, parallel.go (bounded concurrency, slow start) and setup.go.
 //
 // # Data flow of one reconcile pass
 //

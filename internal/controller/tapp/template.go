@@ -63,11 +63,17 @@ type Settings struct {
 	Killed map[int]bool
 }
 
-// Options are the manager-level inputs of a pass.
+// Options are the manager-level settings of the TApp controller (§2.5): the inputs of every pass
+// (DeletePodAfterAppFinish, the only field NewPass reads) and the controller's concurrency (Setup).
 type Options struct {
 	// DeletePodAfterAppFinish is the manager's --tapp-delete-pod-after-app-finish default, used when
 	// spec.deletePodAfterAppFinish is nil.
 	DeletePodAfterAppFinish bool
+	// ConcurrentReconciles is the number of TApps reconciled at once (--tapp-concurrent-reconciles).
+	ConcurrentReconciles int
+	// PodWriteConcurrency bounds the pod and PVC writes of one pass in flight (--tapp-pod-write-concurrency;
+	// DefaultPodWriteConcurrency when not positive).
+	PodWriteConcurrency int
 }
 
 var percentBudget = regexp.MustCompile(`^[0-9]+%$`)

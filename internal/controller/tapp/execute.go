@@ -1,0 +1,321 @@
+package tapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+)
+
+// writeGates is step 1 of §6.3: the gate condition of current pods, where it differs from the desired one
+// (§6.4). A write that turns the gate True after an in-place update completes it.
+func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
+	gates := rn.plan.GateWrites()
+	results := boundedDo(len(gates), r.cfg.PodWriteConcurrency, func(i int) (*corev1.Pod, error) {
+		return r.writeGate(ctx, gates[i].Pod, gates[i].Gate.Status, rn.now)
+	})
+	for i, a := range gates {
+		res := results[i]
+		if res.err != nil {
+			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), a.Pod, res.err)
+			continue
+		}
+		rn.view[a.ID] = res.val
+		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: res.val.UID, rv: res.val.ResourceVersion, pod: res.val})
+		if a.Gate.Completed {
+			r.completeInPlaceUpdate(rn, a.Pod)
+		}
+	}
+}
+
+// completeInPlaceUpdate reports the end of an in-place update: event and duration metric (§15).
+func (r *Reconciler) completeInPlaceUpdate(rn *run, pod *corev1.Pod) {
+	msg := "In-place update of pod " + pod.Name + " completed"
+	if rec, ok := RecordOf(pod); ok && !rec.StartTime.IsZero() {
+		d := rn.now.Sub(rec.StartTime.Time)
+		inPlaceUpdateDuration.Observe(max(d, 0).Seconds())
+		msg += " after " + d.Round(time.Second).String()
+	}
+	rn.normal(tkestackv1.ReasonInPlaceUpdateCompleted, actionUpdate, pod, "%s", msg)
+}
+
+// deletePods is step 2 of §6.3: graceful deletes (completed, out-of-range, migrating and recreated pods)
+// and force deletes (§12), all with a UID precondition.
+func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
+	dels := rn.plan.Deletes()
+	results := boundedDo(len(dels), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
+		return struct{}{}, r.deletePod(ctx, dels[i].Pod, dels[i].Action == ActionForceDelete)
+	})
+	for i, a := range dels {
+		force := a.Action == ActionForceDelete
+		if err := results[i].err; err != nil && !apierrors.IsNotFound(err) {
+			rn.fail(tkestackv1.ReasonFailedDelete, FormatID(a.ID), a.Pod, err)
+			continue
+		}
+		x := &expectation{kind: expectDelete, uid: a.Pod.UID, graceful: !force}
+		if force || results[i].err != nil {
+			delete(rn.view, a.ID)
+		} else {
+			x.pod = AfterGracefulDelete(rn.view[a.ID], rn.now)
+			rn.view[a.ID] = x.pod
+		}
+		r.expect(rn, a.ID, x)
+		switch {
+		case results[i].err != nil: // already gone
+		case force:
+			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod,
+				"Deleted pod %s with grace period 0: its node %s is lost", a.Pod.Name, a.Pod.Spec.NodeName)
+		default:
+			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod, "Deleted pod %s (%s)", a.Pod.Name, deleteWhy(rn, a))
+		}
+	}
+}
+
+// deleteWhy says why a pod was deleted, for the event.
+func deleteWhy(rn *run, a InstanceAction) string {
+	switch {
+	case a.Action == ActionRecreate:
+		return "recreated with its new template"
+	case a.Class == ClassOutOfRange:
+		return "scaled down"
+	case a.Class == ClassCompleted && rn.pass.Settings.Killed[a.ID]:
+		return "killed"
+	case a.Class == ClassCompleted:
+		return "instance finished"
+	default:
+		return "pod finished and migrates"
+	}
+}
+
+// createOutcome is what creating one instance did.
+type createOutcome struct {
+	// claims are the PVCs created for it.
+	claims []*corev1.PersistentVolumeClaim
+	// claimWait names a PVC being deleted that the create waits for; claimConflict one of another owner.
+	claimWait, claimConflict string
+	// exists is true when the pod create returned AlreadyExists.
+	exists bool
+	// created is the created pod; gated the pod after the gate write (nil when that failed, gateErr).
+	created, gated *corev1.Pod
+	gateErr        error
+}
+
+// createPods is step 3 of §6.3: creates in ascending id, in slow-start batches (§17); PVCs first (§10),
+// then the pod, then its gate True.
+func (r *Reconciler) createPods(ctx context.Context, rn *run) {
+	creates := rn.plan.Creates()
+	results := slowStart(len(creates), r.cfg.PodWriteConcurrency, func(i int) (createOutcome, error) {
+		return r.createInstance(ctx, rn, creates[i])
+	})
+	for i, a := range creates {
+		res := results[i]
+		if !res.done {
+			continue
+		}
+		out := res.val
+		for _, pvc := range out.claims {
+			rn.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, pvc, "Created PVC %s for instance %d", pvc.Name, a.ID)
+		}
+		switch {
+		case res.err != nil:
+			rn.fail(tkestackv1.ReasonFailedCreate, FormatID(a.ID), a.Desired, res.err)
+		case out.claimWait != "":
+			rn.claimWait = true
+		case out.claimConflict != "":
+			rn.planIssues = append(rn.planIssues, idIssue(tkestackv1.ReasonFailedCreate, a.ID,
+				"instance %d: PVC %s is controlled by another owner", a.ID, out.claimConflict))
+		case out.exists:
+		default:
+			r.recordCreate(rn, a, out)
+		}
+	}
+}
+
+// recordCreate puts a created pod into the view, records its expectation and event, and reports a failed
+// gate write.
+func (r *Reconciler) recordCreate(rn *run, a InstanceAction, out createOutcome) {
+	latest := out.created
+	view := AfterCreate(latest)
+	if out.gated != nil {
+		latest = out.gated
+		view = WithGate(AfterCreate(latest), corev1.ConditionTrue, rn.now)
+	}
+	rn.view[a.ID] = view
+	r.expect(rn, a.ID, &expectation{kind: expectCreate, uid: latest.UID, rv: latest.ResourceVersion, pod: view})
+	rn.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, out.created, "Created pod %s", out.created.Name)
+	if out.gateErr != nil {
+		rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), out.created, out.gateErr)
+	}
+}
+
+// createInstance creates the PVCs and the pod of one instance and writes its gate True. The error is a
+// failed create (PVC or pod); a failed gate write is in the outcome.
+func (r *Reconciler) createInstance(ctx context.Context, rn *run, a InstanceAction) (createOutcome, error) {
+	var out createOutcome
+	for _, claim := range DesiredClaims(rn.app, a.ID, &rn.pass.Settings) {
+		existing, err := r.cachedClaim(ctx, claim)
+		if err != nil {
+			return out, err
+		}
+		switch CheckClaim(rn.app, existing) {
+		case ClaimTerminating:
+			out.claimWait = claim.Name
+			return out, nil
+		case ClaimConflict:
+			out.claimConflict = claim.Name
+			return out, nil
+		case ClaimMissing:
+			err := r.cfg.Client.Create(ctx, claim)
+			switch {
+			case apierrors.IsAlreadyExists(err):
+			case err != nil:
+				return out, fmt.Errorf("creating PVC %s: %w", claim.Name, err)
+			default:
+				out.claims = append(out.claims, claim)
+			}
+		}
+	}
+	pod := a.Desired.DeepCopy()
+	err := r.cfg.Client.Create(ctx, pod)
+	countWrite(opCreate, err)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		out.exists = true
+		return out, nil
+	case err != nil:
+		return out, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	out.created = pod
+	out.gated, out.gateErr = r.writeGate(ctx, pod, corev1.ConditionTrue, rn.now)
+	return out, nil
+}
+
+// updateOutcome is what updating one pod did: the final pod, or, when an in-place patch failed after the
+// gate went False, the gated pod.
+type updateOutcome struct {
+	pod, gated *corev1.Pod
+	changes    []ContainerChange
+}
+
+// updatePods is step 4 of §6.3: the scheduled updates in ascending id: re-stamps and metadata-only patches
+// (on top of a gate write of step 1), and in-place updates with the gate protocol of §6.4.
+func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
+	ups := rn.plan.Updates()
+	bases := make([]*corev1.Pod, len(ups))
+	for i, a := range ups {
+		bases[i] = rn.view[a.ID]
+	}
+	results := boundedDo(len(ups), r.cfg.PodWriteConcurrency, func(i int) (updateOutcome, error) {
+		return r.updateInstance(ctx, rn, ups[i], bases[i])
+	})
+	for i, a := range ups {
+		res := results[i]
+		if res.err != nil {
+			if g := res.val.gated; g != nil {
+				rn.view[a.ID] = g
+				r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: g.UID, rv: g.ResourceVersion, pod: g})
+			}
+			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), bases[i], res.err)
+			continue
+		}
+		pod := res.val.pod
+		rn.view[a.ID] = pod
+		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: pod.UID, rv: pod.ResourceVersion, pod: pod})
+		if len(res.val.changes) > 0 {
+			rn.normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updating pod %s in place: %s", pod.Name, changeList(res.val.changes))
+		} else {
+			rn.normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updated the labels and annotations of pod %s", pod.Name)
+		}
+	}
+}
+
+// updateInstance patches one pod. An in-place image update first writes the gate False, then patches the
+// pod computed from the object that write returned, guarded by its resourceVersion (§6.4).
+func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a InstanceAction, base *corev1.Pod) (updateOutcome, error) {
+	switch {
+	case a.Action == ActionRestamp:
+		pod, err := r.patchPod(ctx, base, Restamp(base, a.Template))
+		return updateOutcome{pod: pod}, err
+	case !a.InPlace:
+		merged, _ := MergePod(base, a.Desired)
+		pod, err := r.patchPod(ctx, base, merged)
+		return updateOutcome{pod: pod}, err
+	}
+	gated, err := r.writeGate(ctx, base, corev1.ConditionFalse, rn.now)
+	if err != nil {
+		return updateOutcome{}, err
+	}
+	patched, changes, err := StartInPlaceUpdate(gated, a.Desired, rn.now)
+	if err != nil {
+		return updateOutcome{gated: gated}, fmt.Errorf("computing the in-place update of pod %s: %w", base.Name, err)
+	}
+	pod, err := r.patchPod(ctx, gated, patched)
+	if err != nil {
+		return updateOutcome{gated: gated}, err
+	}
+	return updateOutcome{pod: pod, changes: changes}, nil
+}
+
+func changeList(changes []ContainerChange) string {
+	parts := make([]string, len(changes))
+	for i, c := range changes {
+		parts[i] = c.Name + "=" + c.Image
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeGate sets the pod's gate condition through the status subresource: a strategic merge on
+// status.conditions by type that touches only this condition (§6.4), guarded by the pod's UID. It returns
+// the pod the API server returned.
+func (r *Reconciler) writeGate(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, now time.Time) (*corev1.Pod, error) {
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pod.UID},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{NewGateCondition(status, now)}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the gate of pod %s: %w", pod.Name, err)
+	}
+	out := pod.DeepCopy()
+	err = r.cfg.Client.Status().Patch(ctx, out, client.RawPatch(types.StrategicMergePatchType, body))
+	countWrite(opGate, err)
+	if err != nil {
+		return nil, fmt.Errorf("setting the %s condition of pod %s to %s: %w", tkestackv1.InPlaceUpdateReady, pod.Name, status, err)
+	}
+	return out, nil
+}
+
+// patchPod patches a pod from base to patched (strategic merge: containers by name), guarded by base's
+// resourceVersion.
+func (r *Reconciler) patchPod(ctx context.Context, base, patched *corev1.Pod) (*corev1.Pod, error) {
+	out := patched.DeepCopy()
+	err := r.cfg.Client.Patch(ctx, out, client.StrategicMergeFrom(base, client.MergeFromWithOptimisticLock{}))
+	countWrite(opInPlaceUpdate, err)
+	if err != nil {
+		return nil, fmt.Errorf("patching pod %s: %w", base.Name, err)
+	}
+	return out, nil
+}
+
+// deletePod deletes a pod, gracefully or with grace period 0, with a UID precondition.
+func (r *Reconciler) deletePod(ctx context.Context, pod *corev1.Pod, force bool) error {
+	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
+	op := opDelete
+	if force {
+		opts = append(opts, client.GracePeriodSeconds(0))
+		op = opForceDelete
+	}
+	err := r.cfg.Client.Delete(ctx, pod, opts...)
+	countWrite(op, err)
+	if err != nil {
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package tapp
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+)
+
+// cachedClaim looks a desired PVC up by name in the cache (§17); nil when absent.
+func (r *Reconciler) cachedClaim(ctx context.Context, want *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.cfg.Client.Get(ctx, client.ObjectKeyFromObject(want), pvc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting PVC %s: %w", want.Name, err)
+	}
+	return pvc, nil
+}
+
+// retainClaims is step 5 of §6.3, the PVC retention of §10: the TApp ownerReference of in-range PVCs follows
+// whenDeleted, and under whenScaled: Delete the PVCs of removed ids go once their pod is gone. Only TApps
+// with claim templates list PVCs (from the cache, by the selector's labels, which every PVC drover creates
+// carries).
+func (r *Reconciler) retainClaims(ctx context.Context, rn *run) {
+	s := &rn.pass.Settings
+	if len(rn.app.Spec.VolumeClaimTemplates) == 0 || s.Blocked || s.Deleting || s.Selector == nil {
+		return
+	}
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.cfg.Client.List(ctx, list, client.InNamespace(rn.app.Namespace), client.MatchingLabels(s.Selector.MatchLabels)); err != nil {
+		rn.errs = append(rn.errs, fmt.Errorf("listing PVCs of TApp %s: %w", rn.key, err))
+		return
+	}
+	pvcs := make([]*corev1.PersistentVolumeClaim, len(list.Items))
+	for i := range list.Items {
+		pvcs[i] = &list.Items[i]
+	}
+	r.fixClaimOwners(ctx, rn, pvcs)
+	r.deleteScaledClaims(ctx, rn, pvcs)
+}
+
+// fixClaimOwners adds or removes the TApp ownerReference of in-range PVCs after a whenDeleted change.
+func (r *Reconciler) fixClaimOwners(ctx context.Context, rn *run, pvcs []*corev1.PersistentVolumeClaim) {
+	var base, fixed []*corev1.PersistentVolumeClaim
+	for _, pvc := range pvcs {
+		if out, ok := ClaimOwnerFix(rn.app, &rn.pass.Settings, pvc); ok {
+			base, fixed = append(base, pvc), append(fixed, out)
+		}
+	}
+	results := boundedDo(len(fixed), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
+		err := r.cfg.Client.Patch(ctx, fixed[i], client.MergeFromWithOptions(base[i], client.MergeFromWithOptimisticLock{}))
+		if err != nil {
+			return struct{}{}, fmt.Errorf("updating the ownerReferences of PVC %s: %w", base[i].Name, err)
+		}
+		return struct{}{}, nil
+	})
+	for i, res := range results {
+		if res.err != nil {
+			rn.failClaim(tkestackv1.ReasonFailedUpdate, base[i], res.err)
+		}
+	}
+}
+
+// deleteScaledClaims deletes the PVCs of removed ids under whenScaled: Delete (UID precondition).
+func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*corev1.PersistentVolumeClaim) {
+	expecting := map[int]bool{}
+	for id := range rn.obs.Expecting {
+		expecting[id] = true
+	}
+	for id := range rn.written {
+		expecting[id] = true
+	}
+	doomed := ScaledClaimsToDelete(rn.app, &rn.pass.Settings, pvcs, rn.view, expecting)
+	results := boundedDo(len(doomed), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
+		err := r.cfg.Client.Delete(ctx, doomed[i], client.Preconditions{UID: &doomed[i].UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return struct{}{}, fmt.Errorf("deleting PVC %s: %w", doomed[i].Name, err)
+		}
+		return struct{}{}, err
+	})
+	for i, res := range results {
+		switch {
+		case res.err == nil:
+			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, doomed[i], "Deleted PVC %s of a removed instance", doomed[i].Name)
+		case !apierrors.IsNotFound(res.err):
+			rn.failClaim(tkestackv1.ReasonFailedDelete, doomed[i], res.err)
+		}
+	}
+}
+
+// failClaim records a failed PVC write.
+func (rn *run) failClaim(reason string, pvc *corev1.PersistentVolumeClaim, err error) {
+	rn.fail(reason, pvc.Name, pvc, err)
+}
