@@ -253,15 +253,41 @@ func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a InstanceActi
 	if err != nil {
 		return updateOutcome{}, err
 	}
-	patched, changes, err := StartInPlaceUpdate(gated, a.Desired, rn.now)
-	if err != nil {
-		return updateOutcome{gated: gated}, fmt.Errorf("computing the in-place update of pod %s: %w", base.Name, err)
+	for attempt := 1; ; attempt++ {
+		patched, changes, err := StartInPlaceUpdate(gated, a.Desired, rn.now)
+		if err != nil {
+			return updateOutcome{gated: gated}, fmt.Errorf("computing the in-place update of pod %s: %w", base.Name, err)
+		}
+		pod, err := r.patchPod(ctx, gated, patched)
+		if err == nil {
+			return updateOutcome{pod: pod, changes: changes}, nil
+		}
+		if !apierrors.IsConflict(err) || attempt == inPlaceAttempts {
+			return updateOutcome{gated: gated}, err
+		}
+		// The kubelet (kwok here) reacts to the gate write by recomputing Ready, which usually lands between
+		// (a) and (b). Rather than leaving the update to the next pass (gate True again, then False again),
+		// retry (b) from a fresh read while the gate is still False on the same pod: the record then takes
+		// the old container state from that object, as §6.4 wants. Deliberate uncached read: the cache is
+		// behind the write that caused the conflict.
+		fresh := &corev1.Pod{}
+		if rerr := r.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(gated), fresh); rerr != nil ||
+			fresh.UID != gated.UID || !fresh.DeletionTimestamp.IsZero() || gateStatus(fresh) != corev1.ConditionFalse {
+			return updateOutcome{gated: gated}, err
+		}
+		gated = fresh
 	}
-	pod, err := r.patchPod(ctx, gated, patched)
-	if err != nil {
-		return updateOutcome{gated: gated}, err
+}
+
+// inPlaceAttempts bounds the tries of the in-place patch (§6.4 b) of one pod in one pass.
+const inPlaceAttempts = 3
+
+// gateStatus returns the status of the pod's gate condition, or "" when it has none.
+func gateStatus(pod *corev1.Pod) corev1.ConditionStatus {
+	if c := GateCondition(pod); c != nil {
+		return c.Status
 	}
-	return updateOutcome{pod: pod, changes: changes}, nil
+	return ""
 }
 
 func changeList(changes []ContainerChange) string {

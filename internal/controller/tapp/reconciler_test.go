@@ -339,6 +339,35 @@ func TestReconcileInPlaceUpdate(t *testing.T) {
 	}
 }
 
+// TestReconcileInPlaceRetriesAfterKubeletRace covers the race between the gate write and the in-place patch:
+// the kubelet recomputes Ready in between, the guarded patch conflicts, and a fresh read lets the same pass
+// finish the update instead of flipping the gate back to True.
+func TestReconcileInPlaceRetriesAfterKubeletRace(t *testing.T) {
+	conflicts := 0
+	race := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if _, isPod := obj.(*corev1.Pod); isPod && conflicts == 0 {
+			conflicts++
+			return apierrors.NewConflict(corev1.Resource("pods"), obj.GetName(), errors.New("the object has been modified"))
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	f := newFixture(t, []client.Object{webApp(1).Obj()}, race)
+	f.kubelet()
+	f.settle(5)
+	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.Containers[0].Image = newImage })
+	got := f.pass()
+	if conflicts != 1 {
+		t.Fatalf("%d conflicts injected, want 1", conflicts)
+	}
+	// One gate write, the patch that lost the race and its retry; no gate flip back to True.
+	if diff := cmp.Diff(map[string]int{"status Pod": 1, "patch Pod": 2, "status TApp": 1}, got); diff != "" {
+		t.Errorf("update pass after a lost race (-want +got):\n%s", diff)
+	}
+	if pod := f.pods()["web-0"]; pod.Spec.Containers[0].Image != newImage {
+		t.Errorf("pod not patched in the same pass: %s", pod.Spec.Containers[0].Image)
+	}
+}
+
 func TestReconcileRecreate(t *testing.T) {
 	f := newFixture(t, []client.Object{webApp(2).Obj()}, interceptor.Funcs{})
 	f.kubelet()
