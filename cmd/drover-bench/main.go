@@ -29,14 +29,26 @@ func main() {
 
 func run() error {
 	n := flag.Int("n", 1000, "Object count of the scenarios that take one (pods for the anchors).")
+	pools := flag.Int("pools", 1000, "NodePools of the yurtappdaemon scenario.")
+	owners := flag.Int("owners", 10, "YurtAppDaemons of the yurtappdaemon scenario, each selecting every pool.")
 	nodes := flag.Int("nodes", 12, "Fake nodes in the benchmark cluster.")
 	only := flag.String("scenarios", "", "Comma-separated scenario names to run; empty runs all.")
 	out := flag.String("out", ".local/bench", "Directory for the JSON reports.")
 	dir := flag.String("dir", ".local/bench-cluster", "State directory of the benchmark cluster.")
 	flag.Parse()
 
-	scenarios, err := selectScenarios(bench.Anchors(), *only)
-	if err != nil {
+	// The scenarios run in this order, the anchors first, so every drover figure has its anchors measured in
+	// the same run. The manager's metrics address is known once the cluster is up.
+	all := func(managerMetrics string) []bench.Scenario {
+		return append(bench.Anchors(), bench.YurtAppDaemon(
+			bench.WithPools(*pools), bench.WithOwners(*owners), bench.WithManagerMetrics(managerMetrics))...)
+	}
+	// The TApp scenario (issue 4 item 7, spec tapp.md §17) runs last; its instance count is --n.
+	withoutTApp := all
+	all = func(managerMetrics string) []bench.Scenario {
+		return append(withoutTApp(managerMetrics), bench.TApp(bench.WithTAppManagerMetrics(managerMetrics))...)
+	}
+	if _, err := selectScenarios(all(""), *only); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -63,6 +75,10 @@ func run() error {
 		}
 	}()
 
+	scenarios, err := selectScenarios(all(cluster.MetricsAddr), *only)
+	if err != nil {
+		return err
+	}
 	names := make([]string, 0, len(cluster.Nodes))
 	for _, nd := range cluster.Nodes {
 		names = append(names, nd.Name)

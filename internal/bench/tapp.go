@@ -1,0 +1,1211 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/scheme"
+)
+
+// The TApp scenario (spec tapp.md §17, issue 4 item 7). With N instances (--n), measured in order:
+//
+//  1. raw creation: a raw client creates N plain pods with the TApp's pod template (32 parallel clients, no
+//     client-side limit) on the kwok nodes and waits until every pod is Running and Ready;
+//  2. raw update: the raw client patches the image of those pods in waves of ceil(10% of N), each wave
+//     waiting until kwok (the drover-pod-inplace-image stage) reports the new image and the pods are Ready;
+//  3. raw-gated creation and update: the same with drover's gate protocol done by hand (pods with the
+//     tkestack.io/InPlaceUpdate readiness gate, gate True after each create; per wave gate False, image
+//     patch, wait for kwok's image report, gate True, wait for Ready). Not a target: it tells what the
+//     protocol costs on this cluster (three writes per pod and three kwok reactions instead of one each)
+//     from what the controller adds;
+//  4. TApp creation: from creating a TApp of N instances (maxUnavailable "10%") until status.availableReplicas
+//     is N;
+//  5. TApp update: from changing spec.template's image until status.observedGeneration is the new generation,
+//     updatedReplicas and availableReplicas are N and the Progressing condition is False;
+//
+// and reports the ratios drover / raw (targets 1.5× for creation and 2× for the update; 3× is the spec's
+// floor) and drover / raw-gated, the largest number of unavailable instances seen during the TApp update
+// against the budget, and the API writes drover made per instance in each TApp phase.
+//
+// Each raw client has a namespace of its own, deleted (and waited for) before the next phase, so that every
+// phase runs on the same cluster in the same state. Timings are wall-clock times on the local cluster: everything
+// (etcd, kube-apiserver, the scheduler, kwok, the manager and this client) shares the machine's CPUs.
+//
+// Unavailability is observed through a pod informer of the namespace: the watch delivers the namespace's
+// pod changes in resourceVersion order, so the count after each event is a state the namespace really was
+// in. A pod counts as available when it exists, is not terminating, is Running and Ready, its
+// tkestack.io/InPlaceUpdate gate (when present) is not False and kwok reports the spec's image for every
+// container (a kubelet restarting a container for a new image would not report it ready meanwhile). That is
+// drover's definition (§4.5) seen from outside, plus the image check.
+//
+// API writes are counted from the kube-apiserver's apiserver_request_total (mutating verbs on pods, tapps,
+// persistentvolumeclaims and events with their subresources, dry runs excluded), before each phase and once
+// the counters have come to rest after it. That metric has no client label: pods/status writes are drover's
+// gate writes plus kwok's status reports, pods/binding is the scheduler, events include the scheduler's. With
+// the manager's metrics (WithTAppManagerMetrics) drover's own counter drover_tapp_pod_writes_total separates
+// drover's pod writes exactly; without them the pods/status writes are all counted as drover's, an upper
+// bound.
+
+const (
+	tappScenario = "tapp"
+	tappName     = "bench"
+	tappImage    = "registry.example/bench-tapp:1"
+	tappImageV2  = "registry.example/bench-tapp:2"
+	// tappBudgetPercent is updateStrategy.maxUnavailable of the TApp, and the wave size of the raw update.
+	tappBudgetPercent = 10
+	// tappQuiet is how long the counted API writes must stay still before a phase's writes are read.
+	tappQuiet = 3 * time.Second
+	// tappPhaseTimeout bounds each measured wait.
+	tappPhaseTimeout = 30 * time.Minute
+)
+
+// tappCountedResources are the resources whose writes the scenario counts.
+var tappCountedResources = []string{"pods", "tapps", "persistentvolumeclaims", "events"}
+
+// TAppOption configures the TApp scenario.
+type TAppOption func(*tappConfig)
+
+// WithTAppInstances sets the number of instances; 0 (the default) takes the run's N (--n).
+func WithTAppInstances(n int) TAppOption { return func(c *tappConfig) { c.instances = n } }
+
+// WithTAppManagerMetrics gives the manager's metrics endpoint (host:port, HTTPS with authentication), so that
+// drover's pod writes are read from its own counters rather than estimated from the kube-apiserver's.
+func WithTAppManagerMetrics(addr string) TAppOption {
+	return func(c *tappConfig) { c.managerMetrics = addr }
+}
+
+type tappConfig struct {
+	instances      int
+	managerMetrics string
+}
+
+// TApp returns the TApp scenario.
+func TApp(opts ...TAppOption) []Scenario {
+	var cfg tappConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n := "N"
+	if cfg.instances > 0 {
+		n = fmt.Sprint(cfg.instances)
+	}
+	return []Scenario{{
+		Name: tappScenario,
+		Description: fmt.Sprintf("TApp of %s instances: creation and image update (maxUnavailable %d%%) against a raw client, budget, writes per instance",
+			n, tappBudgetPercent),
+		Run: cfg.run,
+	}}
+}
+
+// tappRun is the state of one run of the scenario.
+type tappRun struct {
+	env    Env
+	cfg    tappConfig
+	n      int
+	budget int
+	id     string
+	cs     kubernetes.Interface
+	c      client.WithWatch
+	mm     *metricsScraper
+	figs   []Figure
+	// Results of the phases, for the ratios.
+	raw, gated             rawResult
+	tappCreate, tappUpdate time.Duration
+}
+
+func (cfg tappConfig) run(ctx context.Context, env Env) ([]Figure, error) {
+	n := cfg.instances
+	if n == 0 {
+		n = env.N
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("the TApp scenario needs at least one instance, got %d", n)
+	}
+	cs, err := unlimited(env.Config)
+	if err != nil {
+		return nil, err
+	}
+	restCfg := rest.CopyConfig(env.Config)
+	restCfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	r := &tappRun{env: env, cfg: cfg, n: n, budget: percentOf(n, tappBudgetPercent), id: utilrand.String(5), cs: cs, c: c}
+	r.logf("%d instances, budget %d unavailable (%d%%, rounded up), %d fake nodes", n, r.budget, tappBudgetPercent, len(env.Nodes))
+
+	if r.raw, err = r.rawPhases(ctx, false); err != nil {
+		return r.figs, err
+	}
+	if r.gated, err = r.rawPhases(ctx, true); err != nil {
+		return r.figs, err
+	}
+	err = r.tappPhases(ctx)
+	r.ratios()
+	return r.figs, err
+}
+
+func (r *tappRun) logf(format string, args ...any) {
+	fmt.Fprintf(r.env.Log, "   "+format+"\n", args...)
+}
+
+func (r *tappRun) figure(metric string, value float64, unit, note string) {
+	r.figs = append(r.figs, Figure{Scenario: tappScenario, Metric: metric, Value: round(value), Unit: unit, Note: note})
+}
+
+// percentOf returns pct percent of n, rounded up (as drover rounds percent budgets, §6.2).
+func percentOf(n, pct int) int {
+	return (n*pct + 99) / 100
+}
+
+// instanceName is the pod name of instance i, for the TApp (<tapp>-<id>) and the raw pods alike.
+func instanceName(i int) string { return fmt.Sprintf("%s-%d", tappName, i) }
+
+// tappTemplate is the pod template of the TApp and of the raw pods: one container, tolerating the fake
+// nodes' taints.
+func tappTemplate(image string) corev1.PodTemplateSpec {
+	pod := benchPod("")
+	pod.Spec.Containers[0].Image = image
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "bench-tapp"}},
+		Spec:       pod.Spec,
+	}
+}
+
+// ---- raw client ----
+
+// rawResult is what one raw client measured.
+type rawResult struct{ create, update time.Duration }
+
+// rawPhases measures a raw client's creation and update in a namespace of their own, then deletes it and
+// waits until it is gone.
+//
+// Plain (gated false), the client does the minimal writes of the spec's comparison (§17): one create per
+// pod, then one image patch per pod in waves of the budget, each wave waiting until kwok reports the new
+// image and the pods are Ready. Gated, it follows drover's gate protocol (§6.4) by hand, so that its figures
+// tell the cost of the protocol on this cluster from the cost of the controller: the pods carry the
+// tkestack.io/InPlaceUpdate readiness gate; creation writes the gate True right after each create; each
+// update wave writes the gate False, patches the image, waits until kwok reports the new image, writes the
+// gate True and waits until the pods are Ready.
+func (r *tappRun) rawPhases(ctx context.Context, gated bool) (rawResult, error) {
+	var res rawResult
+	label, prefix := "raw", "bench-tapp-raw"
+	if gated {
+		label, prefix = "raw-gated", "bench-tapp-rawgate"
+	}
+	ns, cleanup, err := benchNamespace(ctx, r.cs, prefix)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		cleanup()
+		r.waitNamespaceGone(ns)
+	}()
+	tr, stop, err := startPodTracker(ctx, r.cs, ns, r.n)
+	if err != nil {
+		return res, err
+	}
+	defer stop()
+	// The namespaces of earlier scenarios are deleted in the background; their pods' deletion would be
+	// measured with the raw creation.
+	r.waitTerminatingNamespaces(ctx)
+	if err := r.quiesce(ctx, 3*time.Minute); err != nil {
+		r.logf("the counted API writes did not come to rest before the %s creation (%v); measuring anyway", label, err)
+	}
+	rc := &rawClient{label: label, gated: gated, pods: r.cs.CoreV1().Pods(ns), tr: tr}
+	if res.create, err = r.rawCreate(ctx, rc); err != nil {
+		return res, err
+	}
+	res.update, err = r.rawUpdate(ctx, rc)
+	return res, err
+}
+
+// rawClient is the raw client of one namespace.
+type rawClient struct {
+	label string
+	gated bool
+	pods  typedcorev1.PodInterface
+	tr    *podTracker
+}
+
+// gate writes the gate condition of instance i, as drover does (a strategic merge on status.conditions).
+func (rc *rawClient) gate(ctx context.Context, i int, status corev1.ConditionStatus) error {
+	body := fmt.Appendf(nil, `{"status":{"conditions":[{"type":%q,"status":%q,"lastTransitionTime":%q}]}}`,
+		tkestackv1.InPlaceUpdateReady, status, time.Now().UTC().Format(time.RFC3339))
+	_, err := rc.pods.Patch(ctx, instanceName(i), types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	return err
+}
+
+// rawCreate creates the pods and waits until all are Running and Ready.
+func (r *tappRun) rawCreate(ctx context.Context, rc *rawClient) (time.Duration, error) {
+	label, gated, pods, tr := rc.label, rc.gated, rc.pods, rc.tr
+	before, err := apiserverWriteCounts(ctx, r.cs)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	tmpl := tappTemplate(tappImage)
+	if gated {
+		tmpl.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: tkestackv1.InPlaceUpdateReady}}
+	}
+	if err := parallel(ctx, r.n, func(ctx context.Context, i int) error {
+		pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+		pod.Name = instanceName(i)
+		if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if gated {
+			return rc.gate(ctx, i, corev1.ConditionTrue)
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("%s creation: %w", label, err)
+	}
+	created := time.Since(start)
+	at, err := tr.waitFor(ctx, r.logf, label+" pods Running and Ready", tappPhaseTimeout, func(t *podTracker) (bool, string) {
+		a := t.available()
+		return a == r.n, fmt.Sprintf("%d/%d", a, r.n)
+	})
+	if err != nil {
+		return 0, err
+	}
+	took := at.Sub(start)
+	r.logf("%s creation: writes done after %s, all Running and Ready after %s", label, created.Round(time.Millisecond), took.Round(time.Millisecond))
+	if err := r.quiesce(ctx, 3*time.Minute); err != nil {
+		r.logf("the counted API writes did not come to rest after the %s creation (%v); counting anyway", label, err)
+	}
+	after, err := apiserverWriteCounts(ctx, r.cs)
+	if err != nil {
+		return 0, err
+	}
+	what := "plain pods (the TApp's template, no readiness gate) created"
+	if gated {
+		what = "pods with the TApp's template and readiness gate created, each followed by its gate-True write,"
+	}
+	r.figure(label+"-create-seconds", took.Seconds(), "s",
+		fmt.Sprintf("%d %s by %d parallel clients until all Running and Ready (the writes alone: %.2f s); kube-apiserver writes: %s",
+			r.n, what, rawWorkers, created.Seconds(), writeCounts(subtractCounts(after, before))))
+	return took, nil
+}
+
+// rawUpdate changes the pods' image in waves of the budget.
+func (r *tappRun) rawUpdate(ctx context.Context, rc *rawClient) (time.Duration, error) {
+	label, gated, pods, tr := rc.label, rc.gated, rc.pods, rc.tr
+	before, err := apiserverWriteCounts(ctx, r.cs)
+	if err != nil {
+		return 0, err
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"containers":[{"name":%q,"image":%q}]}}`, tappTemplate("").Spec.Containers[0].Name, tappImageV2)
+	tr.resetMax()
+	start := time.Now()
+	waves := 0
+	for lo := 0; lo < r.n; lo += r.budget {
+		hi := min(lo+r.budget, r.n)
+		wave := fmt.Sprintf("%s update wave %d", label, waves)
+		if err := parallel(ctx, hi-lo, func(ctx context.Context, i int) error {
+			if gated {
+				if err := rc.gate(ctx, lo+i, corev1.ConditionFalse); err != nil {
+					return err
+				}
+			}
+			_, err := pods.Patch(ctx, instanceName(lo+i), types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			return err
+		}); err != nil {
+			return 0, fmt.Errorf("%s: %w", wave, err)
+		}
+		if gated {
+			if _, err := tr.waitFor(ctx, r.logf, wave+" (image reported)", tappPhaseTimeout, func(t *podTracker) (bool, string) {
+				done := t.reportingImage(lo, hi, tappImageV2)
+				return done == hi-lo, fmt.Sprintf("%d/%d", done, hi-lo)
+			}); err != nil {
+				return 0, err
+			}
+			if err := parallel(ctx, hi-lo, func(ctx context.Context, i int) error {
+				return rc.gate(ctx, lo+i, corev1.ConditionTrue)
+			}); err != nil {
+				return 0, fmt.Errorf("%s: %w", wave, err)
+			}
+		}
+		if _, err := tr.waitFor(ctx, r.logf, wave, tappPhaseTimeout, func(t *podTracker) (bool, string) {
+			done := t.availableWithImage(lo, hi, tappImageV2)
+			return done == hi-lo, fmt.Sprintf("%d/%d", done, hi-lo)
+		}); err != nil {
+			return 0, err
+		}
+		waves++
+	}
+	took := time.Since(start)
+	maxU, _, _ := tr.maxUnavailable()
+	r.logf("%s update: %d waves in %s, at most %d pods unavailable", label, waves, took.Round(time.Millisecond), maxU)
+	if err := r.quiesce(ctx, 3*time.Minute); err != nil {
+		r.logf("the counted API writes did not come to rest after the %s update (%v); counting anyway", label, err)
+	}
+	after, err := apiserverWriteCounts(ctx, r.cs)
+	if err != nil {
+		return 0, err
+	}
+	what := "image patch"
+	if gated {
+		what = "gate False + image patch, wait for kwok's image report, gate True,"
+	}
+	r.figure(label+"-update-seconds", took.Seconds(), "s",
+		fmt.Sprintf("%s of %d pods in %d waves of %d (%d parallel clients), each wave waiting for kwok to report the new image and the pods Ready; at most %d pods seen unavailable; kube-apiserver writes: %s",
+			what, r.n, waves, r.budget, rawWorkers, maxU, writeCounts(subtractCounts(after, before))))
+	return took, nil
+}
+
+// parallel runs do(0..n-1) with rawWorkers parallel clients and returns the number of failures with the
+// first error.
+func parallel(ctx context.Context, n int, do func(ctx context.Context, i int) error) error {
+	var next, failures atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range min(rawWorkers, n) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || ctx.Err() != nil {
+					return
+				}
+				if err := do(ctx, int(i)); err != nil {
+					failures.Add(1)
+					once.Do(func() { firstErr = err })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if failures.Load() > 0 {
+		return fmt.Errorf("%d of %d writes failed, first: %w", failures.Load(), n, firstErr)
+	}
+	return nil
+}
+
+// ---- TApp ----
+
+// tappPhases measures drover's creation and update of the TApp.
+func (r *tappRun) tappPhases(ctx context.Context) error {
+	ns, cleanup, err := benchNamespace(ctx, r.cs, "bench-tapp")
+	if err != nil {
+		return err
+	}
+	mm, cleanupMetrics := r.managerScraper(ctx, ns)
+	r.mm = mm
+	defer func() {
+		cleanupMetrics()
+		_ = r.c.DeleteAllOf(context.Background(), &tkestackv1.TApp{}, client.InNamespace(ns))
+		cleanup()
+		r.waitNamespaceGone(ns)
+	}()
+	tr, stop, err := startPodTracker(ctx, r.cs, ns, r.n)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	if err := r.quiesce(ctx, 5*time.Minute); err != nil {
+		r.logf("the counted API writes did not come to rest before the TApp creation (%v); measuring anyway", err)
+	}
+	before, err := r.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	app := &tkestackv1.TApp{
+		ObjectMeta: metav1.ObjectMeta{Name: tappName, Namespace: ns},
+		Spec: tkestackv1.TAppSpec{
+			Replicas: int32(r.n),
+			Selector: &metav1.LabelSelector{MatchLabels: tappTemplate(tappImage).Labels},
+			Template: tappTemplate(tappImage),
+			UpdateStrategy: tkestackv1.UpdateStrategy{
+				MaxUnavailable: ptr.To(intstr.FromString(fmt.Sprintf("%d%%", tappBudgetPercent))),
+			},
+		},
+	}
+	start := time.Now()
+	if err := r.c.Create(ctx, app); err != nil {
+		return fmt.Errorf("creating the TApp: %w", err)
+	}
+	at, err := r.waitTApp(ctx, ns, "TApp available", tr, start, func(t *tkestackv1.TApp) bool {
+		return t.Status.ObservedGeneration >= app.Generation && int(t.Status.AvailableReplicas) == r.n
+	})
+	if err != nil {
+		return err
+	}
+	r.tappCreate = at.Sub(start)
+	podsAt := tr.fullSince()
+	r.logf("TApp creation: availableReplicas %d after %s (pods: all available after %s)", r.n, r.tappCreate.Round(time.Millisecond), podsAt.Sub(start).Round(time.Millisecond))
+	r.figure("create-seconds", r.tappCreate.Seconds(), "s",
+		fmt.Sprintf("TApp of %d instances created until status.availableReplicas = %d (the pod watch saw all available after %.2f s)",
+			r.n, r.n, podsAt.Sub(start).Seconds()))
+	if err := r.quiesce(ctx, 5*time.Minute); err != nil {
+		r.logf("the counted API writes did not come to rest after the TApp creation (%v); counting anyway", err)
+	}
+	after, err := r.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	r.writeFigures("create", before, after, map[string]float64{"POST tapps": 1}, 2)
+
+	// The update.
+	before = after
+	patch := fmt.Appendf(nil, `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, tappImageV2)
+	tr.resetMax()
+	start = time.Now()
+	if err := r.c.Patch(ctx, app, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("changing the TApp's image: %w", err)
+	}
+	gen := app.Generation
+	at, err = r.waitTApp(ctx, ns, "TApp updated", tr, start, func(t *tkestackv1.TApp) bool {
+		s := t.Status
+		return s.ObservedGeneration >= gen && int(s.UpdatedReplicas) == r.n && int(s.AvailableReplicas) == r.n &&
+			meta.IsStatusConditionFalse(s.Conditions, tkestackv1.TAppProgressing)
+	})
+	if err != nil {
+		r.budgetFigures(tr)
+		return err
+	}
+	r.tappUpdate = at.Sub(start)
+	r.logf("TApp update: updated and available %d, Progressing False after %s", r.n, r.tappUpdate.Round(time.Millisecond))
+	r.figure("update-seconds", r.tappUpdate.Seconds(), "s",
+		fmt.Sprintf("spec.template image change (maxUnavailable %d%%) until observedGeneration is current, updatedReplicas = availableReplicas = %d and Progressing False",
+			tappBudgetPercent, r.n))
+	r.budgetFigures(tr)
+	if err := r.quiesce(ctx, 5*time.Minute); err != nil {
+		r.logf("the counted API writes did not come to rest after the TApp update (%v); counting anyway", err)
+	}
+	if after, err = r.snapshot(ctx); err != nil {
+		return err
+	}
+	r.writeFigures("update", before, after, map[string]float64{"PATCH tapps": 1}, 3)
+	return nil
+}
+
+// budgetFigures reports the largest number of unavailable instances seen during the update.
+func (r *tappRun) budgetFigures(tr *podTracker) {
+	maxU, reasons, over := tr.maxUnavailable()
+	r.figure("update-max-unavailable", float64(maxU), "instances",
+		fmt.Sprintf("most instances unavailable at once during the update (budget %d = %d%% of %d, rounded up); at that moment: %s",
+			r.budget, tappBudgetPercent, r.n, reasons))
+	exceeded := 0.0
+	note := "never: the budget was respected at every observed state"
+	if maxU > r.budget {
+		exceeded = 1
+		note = fmt.Sprintf("EXCEEDED: %d of the observed states had more than %d unavailable instances; first: %s", over.count, r.budget, over.first)
+		r.logf("budget exceeded: %s", note)
+	}
+	r.figure("update-budget-exceeded", exceeded, "bool", note)
+}
+
+// ratios reports drover / raw for the phases that both finished.
+func (r *tappRun) ratios() {
+	ratio := func(metric string, drover, raw time.Duration, note string) {
+		if drover > 0 && raw > 0 {
+			r.figure(metric, drover.Seconds()/raw.Seconds(), "×", note)
+		}
+	}
+	ratio("create-ratio", r.tappCreate, r.raw.create, "TApp creation / raw creation (target ≤ 1.5×, spec floor 3×)")
+	ratio("update-ratio", r.tappUpdate, r.raw.update, "TApp update / raw update in waves (target ≤ 2×, spec floor 3×)")
+	ratio("create-ratio-gated", r.tappCreate, r.gated.create,
+		"TApp creation / raw client with the same gate writes (not a target: tells the controller's overhead from the protocol's cost)")
+	ratio("update-ratio-gated", r.tappUpdate, r.gated.update,
+		"TApp update / raw client doing the same gate protocol in waves (not a target: tells the controller's overhead from the protocol's cost)")
+}
+
+// waitTApp waits, through a watch of the TApp, until done holds for it and returns when it first did. It
+// prints progress every 5 seconds.
+func (r *tappRun) waitTApp(ctx context.Context, ns, what string, tr *podTracker, start time.Time, done func(*tkestackv1.TApp) bool) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, tappPhaseTimeout)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	var last *tkestackv1.TApp
+	progress := func() string {
+		if last == nil {
+			return "no status yet"
+		}
+		s := last.Status
+		return fmt.Sprintf("generation %d observed %d, available %d, ready %d, updated %d of %d; pods available %d",
+			last.Generation, s.ObservedGeneration, s.AvailableReplicas, s.ReadyReplicas, s.UpdatedReplicas, r.n, tr.available())
+	}
+	for {
+		var app tkestackv1.TApp
+		if err := r.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tappName}, &app); err != nil {
+			if ctx.Err() != nil {
+				return time.Time{}, fmt.Errorf("waiting for %s: %s: %w", what, progress(), ctx.Err())
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		last = &app
+		if done(&app) {
+			return time.Now(), nil
+		}
+		w, err := r.c.Watch(ctx, &tkestackv1.TAppList{}, &client.ListOptions{
+			Namespace:     ns,
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", tappName),
+			Raw:           &metav1.ListOptions{ResourceVersion: app.ResourceVersion},
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return time.Time{}, fmt.Errorf("waiting for %s: %s: %w", what, progress(), ctx.Err())
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		at, ok, err := func() (time.Time, bool, error) {
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return time.Time{}, false, fmt.Errorf("waiting for %s: %s: %w", what, progress(), ctx.Err())
+				case <-tick.C:
+					r.logf("%s: %s after %s", what, progress(), time.Since(start).Round(time.Second))
+				case ev, open := <-w.ResultChan():
+					if !open {
+						return time.Time{}, false, nil
+					}
+					t, isApp := ev.Object.(*tkestackv1.TApp)
+					if !isApp || ev.Type == watch.Error {
+						return time.Time{}, false, nil
+					}
+					if ev.Type == watch.Deleted {
+						return time.Time{}, false, fmt.Errorf("waiting for %s: the TApp was deleted", what)
+					}
+					last = t
+					if done(t) {
+						return time.Now(), true, nil
+					}
+				}
+			}
+		}()
+		if err != nil || ok {
+			return at, err
+		}
+	}
+}
+
+// ---- write accounting ----
+
+// tappSnapshot is the counters a phase's writes are computed from.
+type tappSnapshot struct {
+	apiserver map[string]float64
+	// manager holds the manager's counters (nil without its metrics): "op/<operation>" from
+	// drover_tapp_pod_writes_total, "reconciles" from controller_runtime_reconcile_total of the tapp
+	// controller, and "rest/<METHOD>" from rest_client_requests_total.
+	manager map[string]float64
+}
+
+func (r *tappRun) snapshot(ctx context.Context) (tappSnapshot, error) {
+	var s tappSnapshot
+	var err error
+	if s.apiserver, err = apiserverWriteCounts(ctx, r.cs); err != nil {
+		return s, err
+	}
+	if r.mm == nil {
+		return s, nil
+	}
+	m, err := r.mm.scrape(ctx)
+	if err != nil {
+		r.logf("reading the manager's metrics: %v; counting from the kube-apiserver only", err)
+		r.mm = nil
+		return s, nil
+	}
+	s.manager = map[string]float64{
+		"reconciles": sumSamples(m, "controller_runtime_reconcile_total", map[string]string{"controller": "tapp"}),
+	}
+	for _, sm := range m {
+		switch sm.name {
+		case "drover_tapp_pod_writes_total":
+			s.manager["op/"+sm.labels["operation"]] += sm.value
+			if res := sm.labels["result"]; res != "success" {
+				s.manager["failed/"+sm.labels["operation"]+"/"+res] += sm.value
+			}
+		case "rest_client_requests_total":
+			if slices.Contains(mutatingVerbs, sm.labels["method"]) {
+				s.manager["rest/"+sm.labels["method"]] += sm.value
+			}
+		}
+	}
+	return s, nil
+}
+
+// tappWrites is drover's share of one phase's writes.
+type tappWrites struct {
+	// pods: pod creates, patches and deletes (only drover writes TApp pods in the scenario).
+	pods float64
+	// gates: drover's gate writes on pods/status (from its own counter, or every pods/status write without it).
+	gates float64
+	// podStatus: every pods/status write the kube-apiserver served (drover's gates and kwok's reports).
+	podStatus float64
+	// tappStatus: TApp status writes (only drover writes them).
+	tappStatus float64
+	// tappSpec: TApp spec writes by drover (the scenario's own writes removed).
+	tappSpec float64
+	// events: event writes (drover's and the scheduler's).
+	events float64
+	// exact says whether the gate writes come from drover's own counter.
+	exact bool
+}
+
+func (w tappWrites) total() float64 { return w.pods + w.gates + w.tappStatus + w.tappSpec }
+
+// droverWrites splits the kube-apiserver's write counts of a phase (delta, by "VERB resource[/sub]") into
+// drover's writes. own are the scenario's own writes, removed. gateWrites is drover's count of its gate
+// writes, or nil when unknown (then every pods/status write counts as drover's).
+func droverWrites(delta, own map[string]float64, gateWrites *float64) tappWrites {
+	var w tappWrites
+	for k, v := range delta {
+		v -= own[k]
+		_, res, _ := strings.Cut(k, " ")
+		switch res {
+		case "pods", "pods/eviction", "persistentvolumeclaims":
+			w.pods += v
+		case "pods/status":
+			w.podStatus += v
+		case "tapps/status":
+			w.tappStatus += v
+		case "tapps", "tapps/scale":
+			w.tappSpec += v
+		case "events":
+			w.events += v
+		}
+	}
+	w.gates = w.podStatus
+	if gateWrites != nil {
+		w.gates, w.exact = *gateWrites, true
+	}
+	return w
+}
+
+// writeFigures reports drover's writes per instance in a phase. budget is the spec's pod-write budget per
+// instance for it (§17).
+func (r *tappRun) writeFigures(phase string, before, after tappSnapshot, own map[string]float64, budget int) {
+	delta := subtractCounts(after.apiserver, before.apiserver)
+	var gates *float64
+	var mgr map[string]float64
+	if before.manager != nil && after.manager != nil {
+		mgr = subtractCounts(after.manager, before.manager)
+		gates = ptr.To(mgr["op/gate"])
+	}
+	w := droverWrites(delta, own, gates)
+	n := float64(r.n)
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod writes %.0f + gate writes %.0f + TApp status writes %.0f", w.pods, w.gates, w.tappStatus)
+	if w.tappSpec != 0 {
+		fmt.Fprintf(&b, " + TApp spec writes %.0f", w.tappSpec)
+	}
+	fmt.Fprintf(&b, " over %d instances (spec budget %d pod writes per instance + one status write per pass)", r.n, budget)
+	if w.exact {
+		fmt.Fprintf(&b, "; gate writes from drover_tapp_pod_writes_total, so kwok wrote the other %.0f pods/status writes (%.2f per instance)",
+			w.podStatus-w.gates, (w.podStatus-w.gates)/n)
+		ops := map[string]float64{}
+		for k, v := range mgr {
+			if name, ok := strings.CutPrefix(k, "op/"); ok {
+				ops[name] = v
+			}
+		}
+		fmt.Fprintf(&b, "; drover_tapp_pod_writes_total: %s", writeCounts(ops))
+		failed := map[string]float64{}
+		for k, v := range mgr {
+			if name, ok := strings.CutPrefix(k, "failed/"); ok {
+				failed[name] = v
+			}
+		}
+		if f := writeCounts(failed); f != "none" {
+			fmt.Fprintf(&b, " (not successful: %s)", f)
+		}
+		fmt.Fprintf(&b, "; %.0f tapp reconciles", mgr["reconciles"])
+		rest := map[string]float64{}
+		for k, v := range mgr {
+			if name, ok := strings.CutPrefix(k, "rest/"); ok {
+				rest[name] = v
+			}
+		}
+		fmt.Fprintf(&b, "; the manager's client sent %s (all controllers, leader election and events included)", writeCounts(rest))
+	} else {
+		b.WriteString("; without the manager's metrics every pods/status write is counted as drover's, kwok's status reports included (an upper bound)")
+	}
+	fmt.Fprintf(&b, "; %.0f event writes not counted (drover's and the scheduler's); kube-apiserver writes, the scenario's own removed: %s",
+		w.events, writeCounts(subtractCounts(delta, own)))
+	r.figure(phase+"-writes-per-instance", w.total()/n, "writes", b.String())
+	r.figure(phase+"-pod-writes-per-instance", (w.pods+w.gates)/n, "writes",
+		fmt.Sprintf("drover's pod writes only (creates, patches, deletes, gates), spec budget %d", budget))
+	r.figure(phase+"-status-writes", w.tappStatus, "writes", "TApp status writes during the phase (at most one per pass)")
+	r.logf("%s writes: %s", phase, b.String())
+}
+
+// apiserverWriteCounts reads the kube-apiserver's /metrics and returns the writes on tappCountedResources by
+// "VERB resource[/sub]".
+func apiserverWriteCounts(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kube-apiserver's /metrics: %w", err)
+	}
+	counts := map[string]float64{}
+	for _, s := range parseMetrics(string(raw)) {
+		l := s.labels
+		if s.name != "apiserver_request_total" || l["dry_run"] != "" ||
+			!slices.Contains(mutatingVerbs, l["verb"]) || !slices.Contains(tappCountedResources, l["resource"]) {
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		counts[key] += s.value
+	}
+	return counts, nil
+}
+
+// quiesce waits until the counted writes have not moved for tappQuiet.
+func (r *tappRun) quiesce(ctx context.Context, deadline time.Duration) error {
+	var last map[string]float64
+	lastChange := time.Now()
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, deadline, true, func(ctx context.Context) (bool, error) {
+		cur, err := apiserverWriteCounts(ctx, r.cs)
+		if err != nil {
+			return false, nil //nolint:nilerr // retried until the deadline
+		}
+		if !equalCounts(cur, last) {
+			last, lastChange = cur, time.Now()
+			return false, nil
+		}
+		return time.Since(lastChange) >= tappQuiet, nil
+	})
+}
+
+// waitNamespaceGone waits (at most 5 minutes) until a deleted namespace and its pods are gone.
+func (r *tappRun) waitNamespaceGone(ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := r.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		r.logf("namespace %s is still being deleted after %s", ns, time.Since(start).Round(time.Second))
+		return
+	}
+	r.logf("namespace %s deleted in %s", ns, time.Since(start).Round(time.Second))
+}
+
+// waitTerminatingNamespaces waits (at most 5 minutes) until no namespace is being deleted.
+func (r *tappRun) waitTerminatingNamespaces(ctx context.Context) {
+	start := time.Now()
+	var terminating []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := r.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // retried until the deadline
+		}
+		terminating = terminating[:0]
+		for _, ns := range list.Items {
+			if ns.Status.Phase == corev1.NamespaceTerminating {
+				terminating = append(terminating, ns.Name)
+			}
+		}
+		return len(terminating) == 0, nil
+	})
+	switch {
+	case err != nil:
+		r.logf("namespaces %v are still being deleted after %s; measuring anyway", terminating, time.Since(start).Round(time.Second))
+	case time.Since(start) > time.Second:
+		r.logf("waited %s for the namespaces of earlier scenarios to be deleted", time.Since(start).Round(time.Second))
+	}
+}
+
+// managerScraper returns a scraper of the manager's metrics, authenticated as a ServiceAccount of ns bound
+// to a ClusterRole that may get /metrics, and a cleanup; nil (logged) when it cannot be read.
+func (r *tappRun) managerScraper(ctx context.Context, ns string) (*metricsScraper, func()) {
+	noop := func() {}
+	if r.cfg.managerMetrics == "" {
+		r.logf("no manager metrics endpoint: drover's gate writes cannot be told from kwok's status writes")
+		return nil, noop
+	}
+	name := "drover-bench-tapp-metrics-" + r.id
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bench-metrics", Namespace: ns}}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}},
+	}
+	cleanup := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = r.c.Delete(ctx, binding)
+		_ = r.c.Delete(ctx, role)
+	}
+	for _, o := range []client.Object{sa, role, binding} {
+		if err := r.c.Create(ctx, o); err != nil {
+			r.logf("cannot read the manager's metrics (creating %s: %v)", o.GetName(), err)
+			return nil, cleanup
+		}
+	}
+	tr, err := r.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		r.logf("cannot read the manager's metrics (token: %v)", err)
+		return nil, cleanup
+	}
+	m := &metricsScraper{
+		url:   "https://" + r.cfg.managerMetrics + "/metrics",
+		token: tr.Status.Token,
+		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			// The manager listens on 127.0.0.1 with a self-signed serving certificate it generated itself.
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local endpoint, self-signed certificate
+		}},
+	}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, lastErr = m.scrape(ctx)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		r.logf("cannot read the manager's metrics (%v)", lastErr)
+		return nil, cleanup
+	}
+	return m, cleanup
+}
+
+// ---- pod observation ----
+
+// podTracker follows the pods of one namespace through an informer and counts the available ones, keeping
+// the largest number of unavailable instances seen since resetMax.
+type podTracker struct {
+	want    int
+	changed chan struct{}
+
+	mu    sync.Mutex
+	pods  map[string]*corev1.Pod
+	avail map[string]bool
+	// nAvail is the number of true values in avail.
+	nAvail int
+	// full is when the available count last reached want (zero while it is below).
+	full time.Time
+	// maxU is the largest want - available seen since resetMax, maxReasons the breakdown then.
+	maxU       int
+	maxReasons string
+	over       overBudget
+	budget     int
+}
+
+// overBudget records the states with more unavailable instances than the budget.
+type overBudget struct {
+	count int
+	first string
+}
+
+func startPodTracker(ctx context.Context, cs kubernetes.Interface, ns string, want int) (*podTracker, func(), error) {
+	t := &podTracker{
+		want: want, budget: percentOf(want, tappBudgetPercent), changed: make(chan struct{}, 1),
+		pods: map[string]*corev1.Pod{}, avail: map[string]bool{},
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	if err := inf.SetTransform(slimPod); err != nil {
+		return nil, nil, fmt.Errorf("setting the informer transform: %w", err)
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { t.set(obj) },
+		UpdateFunc: func(_, obj any) { t.set(obj) },
+		DeleteFunc: t.remove,
+	}); err != nil {
+		return nil, nil, fmt.Errorf("adding the informer handler: %w", err)
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		close(stop)
+		return nil, nil, errors.New("the pod informer did not sync")
+	}
+	return t, func() { close(stop); factory.Shutdown() }, nil
+}
+
+// slimPod keeps what unavailableReason reads.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp,
+	}}
+	for _, c := range p.Spec.Containers {
+		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image})
+	}
+	slim.Status.Phase = p.Status.Phase
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady || c.Type == tkestackv1.InPlaceUpdateReady {
+			slim.Status.Conditions = append(slim.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		slim.Status.ContainerStatuses = append(slim.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: c.Ready})
+	}
+	return slim, nil
+}
+
+// Reasons of unavailableReason.
+const (
+	reasonTerminating   = "terminating"
+	reasonNotRunning    = "not-running"
+	reasonNotReady      = "not-ready"
+	reasonGateFalse     = "gate-false"
+	reasonImageReported = "old-image-reported"
+	reasonMissing       = "missing"
+)
+
+// unavailableReason says why a pod is not available, or "" when it is: it must not be terminating, be
+// Running and Ready, have no False tkestack.io/InPlaceUpdate condition, and report the spec's image for every
+// container.
+func unavailableReason(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return reasonTerminating
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		return reasonNotRunning
+	}
+	ready := false
+	for _, c := range p.Status.Conditions {
+		switch c.Type {
+		case tkestackv1.InPlaceUpdateReady:
+			if c.Status == corev1.ConditionFalse {
+				return reasonGateFalse
+			}
+		case corev1.PodReady:
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		return reasonNotReady
+	}
+	for _, c := range p.Spec.Containers {
+		i := slices.IndexFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name })
+		if i < 0 || p.Status.ContainerStatuses[i].Image != c.Image {
+			return reasonImageReported
+		}
+	}
+	return ""
+}
+
+func (t *podTracker) set(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	t.pods[p.Name] = p
+	t.setAvailable(p.Name, unavailableReason(p) == "")
+	t.observe()
+	t.mu.Unlock()
+	t.notify()
+}
+
+func (t *podTracker) remove(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	delete(t.pods, p.Name)
+	t.setAvailable(p.Name, false)
+	delete(t.avail, p.Name)
+	t.observe()
+	t.mu.Unlock()
+	t.notify()
+}
+
+func (t *podTracker) notify() {
+	select {
+	case t.changed <- struct{}{}:
+	default:
+	}
+}
+
+// observe updates full and the maximum after a change; t.mu is held.
+func (t *podTracker) observe() {
+	a := t.countAvailable()
+	switch {
+	case a >= t.want && t.full.IsZero():
+		t.full = time.Now()
+	case a < t.want:
+		t.full = time.Time{}
+	}
+	u := t.want - a
+	if u > t.maxU {
+		t.maxU, t.maxReasons = u, t.reasons()
+	}
+	if u > t.budget {
+		t.over.count++
+		if t.over.first == "" {
+			t.over.first = fmt.Sprintf("%d unavailable at %s: %s; e.g. %s", u, time.Now().Format(time.RFC3339Nano), t.reasons(), t.examples(10))
+		}
+	}
+}
+
+// setAvailable records whether a pod is available; t.mu is held.
+func (t *podTracker) setAvailable(name string, ok bool) {
+	if t.avail[name] != ok {
+		if ok {
+			t.nAvail++
+		} else {
+			t.nAvail--
+		}
+	}
+	t.avail[name] = ok
+}
+
+func (t *podTracker) countAvailable() int { return t.nAvail }
+
+// reasons counts the unavailable instances by reason; t.mu is held.
+func (t *podTracker) reasons() string {
+	counts := map[string]float64{}
+	for _, p := range t.pods {
+		if r := unavailableReason(p); r != "" {
+			counts[r]++
+		}
+	}
+	if missing := t.want - len(t.pods); missing > 0 {
+		counts[reasonMissing] = float64(missing)
+	}
+	return writeCounts(counts)
+}
+
+// examples lists up to max unavailable pods with their reason, sorted by name; t.mu is held.
+func (t *podTracker) examples(limit int) string {
+	var out []string
+	for name, p := range t.pods {
+		if r := unavailableReason(p); r != "" {
+			out = append(out, name+"="+r)
+		}
+	}
+	sort.Strings(out)
+	if len(out) > limit {
+		out = append(out[:limit], "…")
+	}
+	return strings.Join(out, " ")
+}
+
+func (t *podTracker) available() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.countAvailable()
+}
+
+func (t *podTracker) fullSince() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.full
+}
+
+// availableWithImage counts the pods instanceName(lo..hi-1) that are available with image.
+func (t *podTracker) availableWithImage(lo, hi int, image string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for i := lo; i < hi; i++ {
+		p := t.pods[instanceName(i)]
+		if p != nil && t.avail[p.Name] && len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image == image {
+			n++
+		}
+	}
+	return n
+}
+
+// reportingImage counts the pods instanceName(lo..hi-1) whose status reports image for their first
+// container.
+func (t *podTracker) reportingImage(lo, hi int, image string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for i := lo; i < hi; i++ {
+		p := t.pods[instanceName(i)]
+		if p != nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].Image == image {
+			n++
+		}
+	}
+	return n
+}
+
+// resetMax starts a new observation window for maxUnavailable.
+func (t *podTracker) resetMax() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.maxU, t.maxReasons, t.over = 0, "none", overBudget{}
+	t.observe()
+}
+
+// maxUnavailable returns the largest number of unavailable instances since resetMax, the breakdown by
+// reason at that moment and the states over the budget.
+func (t *podTracker) maxUnavailable() (int, string, overBudget) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.maxU, t.maxReasons, t.over
+}
+
+// waitFor waits until done holds, checking after every pod change, and returns when it first held; it
+// prints progress every 5 seconds.
+func (t *podTracker) waitFor(ctx context.Context, logf func(string, ...any), what string, timeout time.Duration,
+	done func(*podTracker) (bool, string)) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		ok, progress := done(t)
+		if ok {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("waiting for %s: %s after %s: %w", what, progress, time.Since(start).Round(time.Second), ctx.Err())
+		case <-tick.C:
+			logf("%s: %s after %s", what, progress, time.Since(start).Round(time.Second))
+		case <-t.changed:
+		}
+	}
+}

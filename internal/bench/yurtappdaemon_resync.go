@@ -1,0 +1,464 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+)
+
+// The no-op resync step.
+//
+// Trigger: one label is added to one selected NodePool. Every owner selects the pool before and after, so the
+// NodePool handler enqueues all O owners (YC-2: label changes of a pool reach the owners whose selector matches
+// its old or new labels) and each runs a full pass over every pool and child that must find nothing to do. The
+// owners themselves are not touched: a metadata-only change of an owner does not enqueue it (YC-2), so that
+// would measure nothing.
+//
+// Count: the kube-apiserver's apiserver_request_total, read from its /metrics before and after, for the
+// mutating verbs on the resources drover writes or whose writes it would cause (deployments, statefulsets,
+// controllerrevisions, yurtappdaemons, uniteddaemonsets, nodepools, with their subresources), dry runs
+// excluded. The trigger's own PATCH of the NodePool is subtracted, and so are deployments/status and
+// statefulsets/status, which only kube-controller-manager writes (drover never does); the note shows every
+// write seen. Before the count starts, the step waits until those counters have been still for a few seconds, so
+// that kube-controller-manager's work on the fan-out is over (children whose status still changes would rightly
+// make the owners write their status).
+//
+// End of the window: with the manager's metrics (WithManagerMetrics), when controller_runtime_reconcile_total
+// of the yurtappdaemon controller has grown by at least O and its queue is empty and no worker is busy;
+// without them, after a fixed 15 s.
+
+var (
+	mutatingVerbs   = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
+	countedResource = []string{"deployments", "statefulsets", "controllerrevisions", "yurtappdaemons", "uniteddaemonsets", "nodepools"}
+	// notDroverWrites are counted but written only by kube-controller-manager.
+	notDroverWrites = []string{"PUT deployments/status", "PUT statefulsets/status", "PATCH deployments/status", "PATCH statefulsets/status"}
+)
+
+const (
+	quietPeriod    = 4 * time.Second
+	fixedNoopWait  = 15 * time.Second
+	ownTouchWrite  = "PATCH nodepools"
+	resyncDeadline = 2 * time.Minute
+)
+
+// settle waits until kube-controller-manager and the owners have finished with the children created so far,
+// then reports the writes each child creation cost.
+func (r *yadRun) settle(ctx context.Context) error {
+	// kube-controller-manager writes the status of every child about three times, at 20 requests per second.
+	deadline := 5*time.Minute + time.Duration(r.children())*200*time.Millisecond
+	if err := r.quiesce(ctx, quietPeriod, deadline, true); err != nil {
+		r.logf("the counted API writes did not come to rest (%v); measuring anyway", err)
+	}
+	now, err := r.apiserverWrites(ctx)
+	if err != nil {
+		return err
+	}
+	return r.creationWrites(ctx, now)
+}
+
+func (r *yadRun) noopResync(ctx context.Context) error {
+	mm, cleanup := r.managerScraper(ctx)
+	defer cleanup()
+	if err := r.quiesce(ctx, quietPeriod, 2*time.Minute, false); err != nil {
+		r.logf("the counted API writes did not come to rest (%v); measuring anyway", err)
+	}
+	before, err := r.apiserverWrites(ctx)
+	if err != nil {
+		return err
+	}
+	var reconcilesBefore, droverWritesBefore float64
+	if mm != nil {
+		m, err := mm.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		reconcilesBefore = sumSamples(m, "controller_runtime_reconcile_total", map[string]string{"controller": yadControllerName})
+		droverWritesBefore = sumSamples(m, "drover_yurtappdaemon_workload_writes_total", nil)
+	}
+
+	start := time.Now()
+	touch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, yadTouchLabel, r.id)
+	pool := &openyurtv1beta1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: r.pools[0]}}
+	if err := r.c.Patch(ctx, pool, client.RawPatch(types.MergePatchType, touch)); err != nil {
+		return fmt.Errorf("touching NodePool %s: %w", pool.Name, err)
+	}
+	window := ""
+	if mm != nil {
+		window = r.waitReconciles(ctx, mm, reconcilesBefore, droverWritesBefore, start)
+	} else {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(fixedNoopWait):
+		}
+		window = fmt.Sprintf("fixed %s window (no manager metrics, so the reconciles were not confirmed)", fixedNoopWait)
+	}
+
+	after, err := r.apiserverWrites(ctx)
+	if err != nil {
+		return err
+	}
+	delta := subtractCounts(after, before)
+	delta[ownTouchWrite]--
+	var writes float64
+	for k, v := range delta {
+		if !slices.Contains(notDroverWrites, k) {
+			writes += v
+		}
+	}
+	r.figure("noop-resync-writes", writes, "writes", fmt.Sprintf(
+		"one label added to a selected NodePool → all %d owners reconcile %d pools and children (target 0); %s; apiserver writes seen, own touch removed: %s",
+		r.cfg.owners, len(r.pools), window, writeCounts(delta)))
+	return nil
+}
+
+// waitReconciles waits until every owner has reconciled since the trigger and the controller is idle. It
+// returns a description of the window for the figure's note and records the resync duration.
+func (r *yadRun) waitReconciles(ctx context.Context, mm *metricsScraper, before, droverWritesBefore float64, start time.Time) string {
+	var reconciles, droverWrites float64
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, resyncDeadline, true, func(ctx context.Context) (bool, error) {
+		m, err := mm.scrape(ctx)
+		if err != nil {
+			return false, nil //nolint:nilerr // retried until the deadline
+		}
+		ctrlLabel := map[string]string{"controller": yadControllerName}
+		reconciles = sumSamples(m, "controller_runtime_reconcile_total", ctrlLabel) - before
+		droverWrites = sumSamples(m, "drover_yurtappdaemon_workload_writes_total", nil) - droverWritesBefore
+		busy := sumSamples(m, "controller_runtime_active_workers", ctrlLabel) +
+			sumSamples(m, "workqueue_depth", map[string]string{"name": yadControllerName})
+		return reconciles >= float64(r.cfg.owners) && busy == 0, nil
+	})
+	took := time.Since(start)
+	if err != nil {
+		r.logf("only %.0f of %d owner reconciles seen within %s", reconciles, r.cfg.owners, resyncDeadline)
+		return fmt.Sprintf("only %.0f of %d reconciles seen within %s", reconciles, r.cfg.owners, resyncDeadline)
+	}
+	r.figure("noop-resync-seconds", took.Seconds(), "s",
+		fmt.Sprintf("trigger → %d owner passes over %d pools done, controller idle (3 workers by default)", r.cfg.owners, len(r.pools)))
+	return fmt.Sprintf("%.0f reconciles seen, drover_yurtappdaemon_workload_writes_total +%.0f", reconciles, droverWrites)
+}
+
+// quiesce waits until the counted writes (kube-controller-manager's included) have not moved for quiet. With
+// verbose, it prints its progress.
+func (r *yadRun) quiesce(ctx context.Context, quiet, deadline time.Duration, verbose bool) error {
+	start, lastLog := time.Now(), time.Now()
+	var first, last map[string]float64
+	lastChange := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, deadline, true, func(ctx context.Context) (bool, error) {
+		cur, err := r.apiserverWrites(ctx)
+		if err != nil {
+			return false, nil //nolint:nilerr // retried until the timeout
+		}
+		if first == nil {
+			first = cur
+		}
+		if verbose && time.Since(lastLog) >= 30*time.Second {
+			lastLog = time.Now()
+			r.logf("waiting for the API writes to come to rest: since %s ago: %s", time.Since(start).Round(time.Second), writeCounts(subtractCounts(cur, first)))
+		}
+		if !equalCounts(cur, last) {
+			last, lastChange = cur, time.Now()
+			return false, nil
+		}
+		return time.Since(lastChange) >= quiet, nil
+	})
+	if verbose {
+		r.logf("API writes at rest after %s: %s", time.Since(start).Round(time.Second), writeCounts(subtractCounts(last, first)))
+	}
+	return err
+}
+
+// subtractCounts returns a - b by key.
+func subtractCounts(a, b map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range a {
+		d[k] = v - b[k]
+	}
+	return d
+}
+
+func equalCounts(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// apiserverWrites reads the kube-apiserver's /metrics and returns the counted writes by "VERB resource[/sub]".
+func (r *yadRun) apiserverWrites(ctx context.Context) (map[string]float64, error) {
+	raw, err := r.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kube-apiserver's /metrics: %w", err)
+	}
+	counts := map[string]float64{}
+	for _, s := range parseMetrics(string(raw)) {
+		l := s.labels
+		if s.name != "apiserver_request_total" || l["dry_run"] != "" ||
+			!slices.Contains(mutatingVerbs, l["verb"]) || !slices.Contains(countedResource, l["resource"]) {
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		counts[key] += s.value
+	}
+	return counts, nil
+}
+
+// metricsScraper reads the manager's /metrics (HTTPS, bearer token).
+type metricsScraper struct {
+	url, token string
+	hc         *http.Client
+}
+
+func (m *metricsScraper) scrape(ctx context.Context) ([]metricSample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+m.token)
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading the manager's metrics: %s", resp.Status)
+	}
+	return parseMetrics(string(body)), nil
+}
+
+// managerScraper returns a scraper of the manager's metrics, authenticated as a ServiceAccount of the run's
+// namespace bound to a ClusterRole that may get /metrics, and a cleanup. It returns nil (and logs why) when the
+// endpoint is not configured or cannot be read; the no-op step then uses a fixed window.
+func (r *yadRun) managerScraper(ctx context.Context) (*metricsScraper, func()) {
+	noop := func() {}
+	if r.cfg.managerMetrics == "" {
+		return nil, noop
+	}
+	name := "drover-bench-metrics-" + r.id
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bench-metrics", Namespace: r.ns}}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: r.ns}},
+	}
+	cleanup := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = r.c.Delete(ctx, binding)
+		_ = r.c.Delete(ctx, role)
+	}
+	for _, o := range []client.Object{sa, role, binding} {
+		if err := r.c.Create(ctx, o); err != nil {
+			r.logf("cannot read the manager's metrics (creating %s: %v); using a fixed window", o.GetName(), err)
+			return nil, cleanup
+		}
+	}
+	tr, err := r.cs.CoreV1().ServiceAccounts(r.ns).CreateToken(ctx, sa.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		r.logf("cannot read the manager's metrics (token: %v); using a fixed window", err)
+		return nil, cleanup
+	}
+	m := &metricsScraper{
+		url:   "https://" + r.cfg.managerMetrics + "/metrics",
+		token: tr.Status.Token,
+		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			// The manager listens on 127.0.0.1 with a self-signed serving certificate it generated itself.
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local endpoint, self-signed certificate
+		}},
+	}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, lastErr = m.scrape(ctx)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		r.logf("cannot read the manager's metrics (%v); using a fixed window", lastErr)
+		return nil, cleanup
+	}
+	return m, cleanup
+}
+
+// metricSample is one line of the Prometheus text format.
+type metricSample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// parseMetrics parses the Prometheus text exposition format; lines it cannot read are skipped.
+func parseMetrics(text string) []metricSample {
+	var out []metricSample
+	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		s, ok := parseSample(line)
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func parseSample(line string) (metricSample, bool) {
+	s := metricSample{labels: map[string]string{}}
+	var rest string
+	if i := strings.IndexAny(line, "{ "); i < 0 {
+		return s, false
+	} else if line[i] == '{' {
+		s.name = line[:i]
+		var ok bool
+		if rest, ok = parseLabels(line[i+1:], s.labels); !ok {
+			return s, false
+		}
+	} else {
+		s.name, rest = line[:i], line[i:]
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return s, false
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return s, false
+	}
+	s.value = v
+	return s, true
+}
+
+// parseLabels reads `k="v",k2="v2"}` into labels and returns what follows the closing brace.
+func parseLabels(in string, labels map[string]string) (string, bool) {
+	for {
+		in = strings.TrimLeft(in, " ,")
+		if in == "" {
+			return "", false
+		}
+		if in[0] == '}' {
+			return in[1:], true
+		}
+		eq := strings.IndexByte(in, '=')
+		if eq < 0 || len(in) < eq+2 || in[eq+1] != '"' {
+			return "", false
+		}
+		key := strings.TrimSpace(in[:eq])
+		var val strings.Builder
+		i := eq + 2
+		for ; i < len(in) && in[i] != '"'; i++ {
+			if in[i] == '\\' && i+1 < len(in) {
+				i++
+				switch in[i] {
+				case 'n':
+					val.WriteByte('\n')
+				default:
+					val.WriteByte(in[i])
+				}
+				continue
+			}
+			val.WriteByte(in[i])
+		}
+		if i >= len(in) {
+			return "", false
+		}
+		labels[key] = val.String()
+		in = in[i+1:]
+	}
+}
+
+// sumSamples adds the values of the samples called name whose labels include match.
+func sumSamples(samples []metricSample, name string, match map[string]string) float64 {
+	var sum float64
+	for _, s := range samples {
+		if s.name != name {
+			continue
+		}
+		ok := true
+		for k, v := range match {
+			if s.labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			sum += s.value
+		}
+	}
+	return sum
+}
+
+// droverFieldManager is the field manager of the children's applies (YC-22).
+const droverFieldManager = "drover-yurtappdaemon"
+
+// creationWrites reports the writes to child Deployments per child created so far (fan-out and new pools;
+// kube-controller-manager's status writes excluded) and how many children still have fields under the
+// create's Update entry of drover's field manager: those fields cannot be removed by a later apply that omits
+// them (YC-22), so the count should be 0.
+func (r *yadRun) creationWrites(ctx context.Context, now map[string]float64) error {
+	var childWrites float64
+	for k, v := range subtractCounts(now, r.writesBefore) {
+		if verb, res, _ := strings.Cut(k, " "); res == "deployments" && !strings.HasPrefix(verb, "DELETE") {
+			childWrites += v
+		}
+	}
+	created := r.children()
+	r.figure("writes-per-created-child", childWrites/float64(created), "writes",
+		fmt.Sprintf("%.0f creates and patches of %d child Deployments during fan-out and new pools (status excluded); all writes counted: %s",
+			childWrites, created, writeCounts(subtractCounts(now, r.writesBefore))))
+
+	var unconverted, listed int
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := r.cs.AppsV1().Deployments(r.ns).List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing the children: %w", err)
+		}
+		for _, d := range list.Items {
+			listed++
+			if slices.ContainsFunc(d.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
+				return e.Manager == droverFieldManager && e.Operation == metav1.ManagedFieldsOperationUpdate
+			}) {
+				unconverted++
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	r.figure("children-with-create-fields", float64(unconverted), "children",
+		fmt.Sprintf("of %d children, those whose create-time fields were not handed to %s's apply entry (target 0)", listed, droverFieldManager))
+	return nil
+}
