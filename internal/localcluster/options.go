@@ -85,11 +85,15 @@ type Options struct {
 	// <root>/config/rbac/role.yaml, plus <root>/config/rbac/leader_election_role.yaml when it exists.
 	RBACFiles []string
 
-	// KwokStageDir is the sigs.k8s.io/kwok module directory; the stages kustomize/stage/node/fast,
-	// kustomize/stage/node/heartbeat-with-lease and kustomize/stage/pod/fast are read from it. Default: the
-	// version required by <root>/hack/tools/kwok, from `go list -m`.
+	// KwokStageDir is the sigs.k8s.io/kwok module directory; the node stages kustomize/stage/node/fast and
+	// kustomize/stage/node/heartbeat-with-lease are read from it. Default: the version required by
+	// <root>/hack/tools/kwok, from `go list -m`.
+	//
+	// The pods are played by drover's own stages (internal/localcluster/stages, written to <Dir>/kwok-stages)
+	// instead of kwok's pod/fast ones: they make pods on kwok nodes look as a kubelet reports them (readiness
+	// gates, in-place image updates, exiting containers); see kubeletStages.
 	KwokStageDir string
-	// KwokStages are extra kwok configuration files (Stages) passed with --config.
+	// KwokStages are extra kwok configuration files (Stages) passed with --config, after the default ones.
 	KwokStages []string
 
 	// APIServerArgs, ControllerManagerArgs, SchedulerArgs and KwokArgs are extra flags ("--name=value")
@@ -216,8 +220,8 @@ func modulePathOf(gomod string) string {
 	return ""
 }
 
-// kwokStageFiles lists the kwok stage configuration files: the default node and pod stages from the kwok
-// module plus the extra ones.
+// kwokStageFiles lists the kwok stage configuration files: kwok's stock node stages from the kwok module,
+// drover's pod stages (written to <Dir>/kwok-stages) and the extra ones.
 func (o Options) kwokStageFiles(ctx context.Context) ([]string, error) {
 	dir := o.KwokStageDir
 	if dir == "" {
@@ -227,7 +231,7 @@ func (o Options) kwokStageFiles(ctx context.Context) ([]string, error) {
 		}
 	}
 	var files []string
-	for _, sub := range []string{"node/fast", "node/heartbeat-with-lease", "pod/fast"} {
+	for _, sub := range stockStages {
 		d := filepath.Join(dir, "kustomize", "stage", filepath.FromSlash(sub))
 		found, err := filepath.Glob(filepath.Join(d, "*.yaml"))
 		if err != nil {
@@ -244,6 +248,11 @@ func (o Options) kwokStageFiles(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("no kwok stages in %s", d)
 		}
 	}
+	own, err := writeKubeletStages(filepath.Join(o.Dir, "kwok-stages"))
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, own...)
 	for _, f := range o.KwokStages {
 		if !fileExists(f) {
 			return nil, fmt.Errorf("kwok stage file %s does not exist", f)
