@@ -116,6 +116,8 @@ type yadRun struct {
 	figs    []Figure
 	// writesBefore are the counted API writes before the owners were created.
 	writesBefore map[string]float64
+	// mm reads the manager's metrics; nil when they are not available.
+	mm *metricsScraper
 }
 
 func (cfg yadConfig) run(ctx context.Context, env Env) ([]Figure, error) {
@@ -144,6 +146,9 @@ func (cfg yadConfig) run(ctx context.Context, env Env) ([]Figure, error) {
 		return nil, err
 	}
 	defer stopInformer()
+	var cleanupScraper func()
+	r.mm, cleanupScraper = r.managerScraper(ctx)
+	defer cleanupScraper()
 
 	// The steps that need a cluster at rest (the no-op resync, the steady-state new-pool latency) come after
 	// kube-controller-manager has finished with the fan-out and before the rollout, so they wait for one burst
@@ -306,15 +311,55 @@ func (r *yadRun) newPoolsBusy(ctx context.Context) error {
 // newPoolsSteady measures the new-pool latency in steady state (PF-5): each sample starts once the API writes
 // caused by the previous one have come to rest.
 func (r *yadRun) newPoolsSteady(ctx context.Context) error {
+	before := r.managerSample(ctx)
 	lat, err := r.newPoolLatency(ctx, "steady", true)
 	if err != nil {
 		return err
 	}
 	note := fmt.Sprintf("NodePool create → its %d children seen, %d samples with %d pools, each at rest (PF-5 target: p99 < 1 s)",
 		r.cfg.owners, len(lat), r.cfg.pools)
+	if after := r.managerSample(ctx); before != nil && after != nil {
+		note += "; in the manager: " + managerBreakdown(before, after)
+	}
 	r.figure("new-pool-p50", ms(percentile(lat, 50)), "ms", note)
 	r.figure("new-pool-p99", ms(percentile(lat, 99)), "ms", p99Note(len(lat)))
 	return nil
+}
+
+// managerSample returns the manager's metrics, or nil when they cannot be read.
+func (r *yadRun) managerSample(ctx context.Context) []metricSample {
+	if r.mm == nil {
+		return nil
+	}
+	m, err := r.mm.scrape(ctx)
+	if err != nil {
+		r.logf("reading the manager's metrics: %v", err)
+		return nil
+	}
+	return m
+}
+
+// managerBreakdown describes, from two samples of the manager's metrics, where the time went: the mean time
+// from a NodePool event to a child create (drover_yurtappdaemon_pool_provision_seconds), and the number and
+// mean duration of the YurtAppDaemon reconciles.
+func managerBreakdown(before, after []metricSample) string {
+	delta := func(name string, match map[string]string) float64 {
+		return sumSamples(after, name, match) - sumSamples(before, name, match)
+	}
+	kind := map[string]string{"kind": "YurtAppDaemon"}
+	ctrlLabel := map[string]string{"controller": yadControllerName}
+	provisions := delta("drover_yurtappdaemon_pool_provision_seconds_count", kind)
+	reconciles := delta("controller_runtime_reconcile_time_seconds_count", ctrlLabel)
+	out := "no pool provision recorded"
+	if provisions > 0 {
+		out = fmt.Sprintf("pool event → child create %.0f ms on average over %.0f creates",
+			1000*delta("drover_yurtappdaemon_pool_provision_seconds_sum", kind)/provisions, provisions)
+	}
+	if reconciles > 0 {
+		out += fmt.Sprintf(", %.0f reconciles of %.0f ms on average", reconciles,
+			1000*delta("controller_runtime_reconcile_time_seconds_sum", ctrlLabel)/reconciles)
+	}
+	return out
 }
 
 func p99Note(samples int) string {

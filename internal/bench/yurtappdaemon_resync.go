@@ -74,8 +74,7 @@ func (r *yadRun) settle(ctx context.Context) error {
 }
 
 func (r *yadRun) noopResync(ctx context.Context) error {
-	mm, cleanup := r.managerScraper(ctx)
-	defer cleanup()
+	mm := r.mm
 	if err := r.quiesce(ctx, quietPeriod, 2*time.Minute, false); err != nil {
 		r.logf("the counted API writes did not come to rest (%v); measuring anyway", err)
 	}
