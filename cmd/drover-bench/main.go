@@ -35,6 +35,9 @@ func run() error {
 	only := flag.String("scenarios", "", "Comma-separated scenario names to run; empty runs all.")
 	out := flag.String("out", ".local/bench", "Directory for the JSON reports.")
 	dir := flag.String("dir", ".local/bench-cluster", "State directory of the benchmark cluster.")
+	var managerArgs, kcmArgs repeated
+	flag.Var(&managerArgs, "manager-arg", "Extra drover-manager flag (--name=value); repeatable, e.g. --manager-arg=--pprof-bind-address=127.0.0.1:6060.")
+	flag.Var(&kcmArgs, "kcm-arg", "Extra kube-controller-manager flag (--name=value); repeatable.")
 	flag.Parse()
 
 	// The scenarios run in this order, the anchors first, so every drover figure has its anchors measured in
@@ -65,6 +68,9 @@ func run() error {
 		Kubeconfig: filepath.Join(root, *dir, "kubeconfig"),
 		Nodes:      *nodes,
 		Logger:     log,
+
+		ManagerArgs:           managerArgs,
+		ControllerManagerArgs: kcmArgs,
 	})
 	if err != nil {
 		return err
@@ -113,3 +119,9 @@ func selectScenarios(all []bench.Scenario, only string) ([]bench.Scenario, error
 	}
 	return out, nil
 }
+
+// repeated is a flag that may be given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, " ") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }

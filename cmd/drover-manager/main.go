@@ -42,6 +42,7 @@ type flags struct {
 	metricsAddr            string
 	secureMetrics          bool
 	probeAddr              string
+	pprofAddr              string
 	webhookHost            string
 	webhookPort            int
 	webhookCertDir         string
@@ -70,6 +71,8 @@ func parseFlags() (*flags, *zap.Options) {
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
 	flag.BoolVar(&f.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "",
+		"Address of Go's /debug/pprof endpoints, unauthenticated (bind it to 127.0.0.1); empty or 0 disables them.")
 	flag.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
 	flag.StringVar(&f.webhookHost, "webhook-host", "", "Address the webhook server binds to; empty means all interfaces.")
 	flag.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
@@ -129,6 +132,7 @@ func run() error {
 		Cache:                   controller.CacheOptions(),
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  f.probeAddr,
+		PprofBindAddress:        f.pprofAddr,
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        "drover-manager.drover.dev",
 		LeaderElectionNamespace: f.leaderElectionNS,

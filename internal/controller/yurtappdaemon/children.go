@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -197,17 +196,17 @@ func findOrphans(ctx context.Context, c client.Reader, owner openyurtv1alpha1.Ow
 	if err != nil {
 		return nil, fmt.Errorf("converting spec.selector: %w", err)
 	}
-	inPools, err := labels.NewRequirement(openyurtv1alpha1.LabelPoolName, selection.In, pools)
-	if err != nil {
-		return nil, fmt.Errorf("selecting orphans by pool: %w", err)
+	var candidates []client.Object
+	for _, pool := range pools {
+		list := adapter.NewList()
+		err := c.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingFields{IndexPoolName: pool},
+			client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy)
+		if err != nil {
+			return nil, fmt.Errorf("listing %ss to adopt: %w", adapter.Kind(), err)
+		}
+		candidates = append(candidates, adapter.Items(list)...)
 	}
-	list := adapter.NewList()
-	err = c.List(ctx, list, client.InNamespace(owner.GetNamespace()),
-		client.MatchingLabelsSelector{Selector: sel.Add(*inPools)}, client.UnsafeDisableDeepCopy)
-	if err != nil {
-		return nil, fmt.Errorf("listing %ss to adopt: %w", adapter.Kind(), err)
-	}
-	return pickOrphans(adapter.Items(list), sel, owner.GetName(), adapter.Kind(), pools), nil
+	return pickOrphans(candidates, sel, owner.GetName(), adapter.Kind(), pools), nil
 }
 
 // pickOrphans filters candidates to adoptable orphans and picks one per pool (as pickChild does).

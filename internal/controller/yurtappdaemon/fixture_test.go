@@ -133,7 +133,7 @@ func kindOf(obj any) string {
 
 // fixture is a Reconciler of one kind on a fake client built with the production indexes, counting writes.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	k      kindCase
 	r      reconcile.Reconciler
 	c      client.WithWatch
@@ -142,13 +142,13 @@ type fixture struct {
 }
 
 // newFixture builds a fixture; hooks replace single calls (to inject errors) after they are counted.
-func newFixture(t *testing.T, k kindCase, objs []client.Object, hooks interceptor.Funcs) *fixture {
+func newFixture(t testing.TB, k kindCase, objs []client.Object, hooks interceptor.Funcs) *fixture {
 	t.Helper()
 	return newFixtureWith(t, k, objs, hooks, fake.NewClientBuilder())
 }
 
 // newFixtureWith is newFixture on a given client builder.
-func newFixtureWith(t *testing.T, k kindCase, objs []client.Object, hooks interceptor.Funcs, b *fake.ClientBuilder) *fixture {
+func newFixtureWith(t testing.TB, k kindCase, objs []client.Object, hooks interceptor.Funcs, b *fake.ClientBuilder) *fixture {
 	t.Helper()
 	w := &writes{counts: map[string]int{}}
 	b = b.WithScheme(scheme.New()).WithObjects(objs...).
@@ -214,7 +214,7 @@ func countingFuncs(w *writes, hooks interceptor.Funcs) interceptor.Funcs {
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add("status-update", obj, obj.GetName())
+			w.add("status", obj, obj.GetName())
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	}

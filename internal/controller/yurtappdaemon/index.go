@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	"github.com/drover-dev/drover/internal/index"
 )
 
@@ -15,6 +16,12 @@ import (
 // index under this one key. Tests build their fake clients with the same key and functions (see Indexes).
 const IndexControllerUID = "drover.dev/controller-uid"
 
+// IndexPoolName is the field index key under which Deployments and StatefulSets are indexed by the value of
+// their apps.openyurt.io/pool-name label. It finds the adoption candidates of a pool (YC-12) without
+// scanning every workload of the namespace: at the scale target a namespace holds 10,000 children, and each
+// owner looks for orphans whenever a pool is added.
+const IndexPoolName = "drover.dev/pool-name"
+
 // Indexes returns every index of this package. Production registers them through SetupIndexes; tests pass
 // them to fake.ClientBuilder.WithIndex.
 func Indexes() []index.Index {
@@ -22,6 +29,8 @@ func Indexes() []index.Index {
 		{Object: &appsv1.Deployment{}, Field: IndexControllerUID, Extract: controllerUIDValues},
 		{Object: &appsv1.StatefulSet{}, Field: IndexControllerUID, Extract: controllerUIDValues},
 		{Object: &appsv1.ControllerRevision{}, Field: IndexControllerUID, Extract: controllerUIDValues},
+		{Object: &appsv1.Deployment{}, Field: IndexPoolName, Extract: poolNameValues},
+		{Object: &appsv1.StatefulSet{}, Field: IndexPoolName, Extract: poolNameValues},
 	}
 }
 
@@ -38,4 +47,12 @@ func controllerUIDValues(obj client.Object) []string {
 		return nil
 	}
 	return []string{string(ref.UID)}
+}
+
+// poolNameValues returns the object's pool-name label value, if it has one.
+func poolNameValues(obj client.Object) []string {
+	if v := obj.GetLabels()[openyurtv1alpha1.LabelPoolName]; v != "" {
+		return []string{v}
+	}
+	return nil
 }
