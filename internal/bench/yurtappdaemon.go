@@ -45,9 +45,8 @@ import (
 //
 // Children are observed through a Deployment informer in the scenario's namespace (the observation time of a
 // child includes the watch delay). What is measured is the children, not their pods, so the template has
-// replicas: 0 and paused: true. Paused Deployments get no ReplicaSets, so kube-controller-manager, whose client
-// is limited to 20 requests per second by default, only writes each child's status: that shortens the time the
-// no-op step waits for it by about a third. drover renders and writes the children exactly as it would without
+// replicas: 0 and paused: true. Paused Deployments get no ReplicaSets, so kube-controller-manager only writes
+// each child's status: that shortens the time the no-op step waits for it by about a third. drover renders and writes the children exactly as it would without
 // these two fields.
 
 const (
