@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -25,9 +26,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/controller/tapp"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
@@ -132,6 +135,56 @@ func podCondition(pod *corev1.Pod, typ corev1.PodConditionType) corev1.Condition
 	return ""
 }
 
+// tappNode creates a Node whose Ready condition has the given status, as a kubelet reports it, and deletes
+// it after the spec. Nodes are cluster-scoped: callers name them after the spec's namespace.
+func tappNode(ctx context.Context, name string, ready corev1.ConditionStatus) {
+	node := testutil.MakeNode(name).Obj()
+	Expect(k8sClient.Create(ctx, node)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, node))).To(Succeed()) })
+	setNodeReady(ctx, name, ready)
+}
+
+// setNodeReady sets a Node's Ready condition through the status subresource, as a kubelet (True) or the
+// node lifecycle controller (Unknown) would.
+func setNodeReady(ctx context.Context, name string, ready corev1.ConditionStatus) {
+	Eventually(func() error {
+		node := &corev1.Node{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return err
+		}
+		node.Status.Conditions = testutil.MakeNode(name).Condition(corev1.NodeReady, ready).Obj().Status.Conditions
+		return k8sClient.Status().Update(ctx, node)
+	}).Should(Succeed())
+}
+
+// bindPod binds a pod to a node through the binding subresource, as the scheduler does.
+func bindPod(ctx context.Context, ns, pod, node string) {
+	Expect(k8sClient.SubResource("binding").Create(ctx,
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}},
+		&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod},
+			Target: corev1.ObjectReference{Kind: "Node", Name: node}})).To(Succeed())
+}
+
+// reconcileErrors returns how many passes of a controller returned an error so far.
+func reconcileErrors(controllerName string) float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var total float64
+	for _, mf := range families {
+		if mf.GetName() != "controller_runtime_reconcile_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controllerName {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
 var _ = Describe("TApp", func() {
 	var ctx context.Context
 	BeforeEach(func() { ctx = context.Background() })
@@ -217,6 +270,32 @@ var _ = Describe("TApp", func() {
 			}
 			return out
 		}
+	}
+
+	eventNotes := func(ns, reason string) func() []string {
+		return func() []string {
+			list := &eventsv1.EventList{}
+			Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			var out []string
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "TApp" && e.Reason == reason {
+					out = append(out, e.Note)
+				}
+			}
+			return out
+		}
+	}
+	// podUID returns the UID of a pod, "" when it does not exist.
+	podUID := func(ns, name string) func() types.UID {
+		return func() types.UID {
+			if pod, ok := pods(ns)[name]; ok {
+				return pod.UID
+			}
+			return ""
+		}
+	}
+	instanceStatus := func(ns, name, id string) func() tkestackv1.InstanceStatus {
+		return func() tkestackv1.InstanceStatus { return status(ns, name)().Statuses[id] }
 	}
 
 	It("runs the tutorial's first example: create, run, kill, restart, in-place update and scale", func() {
@@ -446,6 +525,196 @@ var _ = Describe("TApp", func() {
 			return metav1.GetControllerOf(pod)
 		}).ShouldNot(BeNil())
 		Eventually(condition(ns, "web", tkestackv1.TAppReplicaFailure)).Should(Equal("False/NoFailures"))
+	})
+
+	It("releases an owned pod that stops matching the selector, keeps it, and adopts it back", func() {
+		ns := newNamespace()
+		app := testutil.MakeTApp("web", ns).Replicas(2).Template(testutil.PodTemplate(map[string]string{"app": "web"}, "nginx:1.7.9")).Obj()
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(podNames(ns)).Should(Equal([]string{"web-0", "web-1"}))
+		running(ns, "web", "0", "1")
+		owner := getTApp(ns, "web").UID
+		released := pods(ns)["web-0"]
+		Expect(metav1.GetControllerOf(released).UID).To(Equal(owner))
+		relabel := func(value string) {
+			Eventually(func() error {
+				pod := &corev1.Pod{}
+				if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-0"}, pod); err != nil {
+					return err
+				}
+				pod.Labels["app"] = value
+				return k8sClient.Update(ctx, pod)
+			}).Should(Succeed())
+		}
+
+		By("removing the controller reference once web-0 no longer matches app=web")
+		relabel("detached")
+		Eventually(func() []metav1.OwnerReference { return pods(ns)["web-0"].OwnerReferences }).Should(BeEmpty())
+		Eventually(eventNotes(ns, tkestackv1.ReasonReleased)).Should(ConsistOf(
+			"Released pod web-0: it no longer matches the selector"))
+
+		By("keeping the released pod and not recreating instance 0 while the pod holds its name")
+		Eventually(condition(ns, "web", tkestackv1.TAppReplicaFailure)).Should(Equal("True/PodNameConflict"))
+		Eventually(status(ns, "web")).Should(And(
+			HaveField("Statuses", Equal(map[string]tkestackv1.InstanceStatus{"0": tkestackv1.InstanceNotCreated, "1": tkestackv1.InstanceRunning})),
+			HaveField("AvailableReplicas", BeEquivalentTo(1))))
+		Eventually(eventReasons(ns)).Should(ContainElement(tkestackv1.ReasonPodNameConflict))
+		Consistently(func(g Gomega) {
+			g.Expect(podNames(ns)()).To(Equal([]string{"web-0", "web-1"}))
+			pod := pods(ns)["web-0"]
+			g.Expect(pod.UID).To(Equal(released.UID))
+			g.Expect(pod.DeletionTimestamp).To(BeNil())
+			g.Expect(pod.OwnerReferences).To(BeEmpty())
+			g.Expect(pod.Labels).To(HaveKeyWithValue("app", "detached"))
+		}, "2s", "200ms").Should(Succeed())
+
+		By("adopting the same pod again once it matches the selector")
+		relabel("web")
+		Eventually(func() types.UID {
+			if ref := metav1.GetControllerOf(pods(ns)["web-0"]); ref != nil {
+				return ref.UID
+			}
+			return ""
+		}).Should(Equal(owner))
+		Expect(pods(ns)["web-0"].UID).To(Equal(released.UID))
+		Eventually(eventNotes(ns, tkestackv1.ReasonAdopted)).Should(ConsistOf("Adopted pod web-0"))
+		Eventually(condition(ns, "web", tkestackv1.TAppReplicaFailure)).Should(Equal("False/NoFailures"))
+		running(ns, "web", "0", "1")
+		Expect(podNames(ns)()).To(Equal([]string{"web-0", "web-1"}))
+	})
+
+	It("counts a Ready pod as available only minReadySeconds later, requeueing on its own", func() {
+		const minReady = 5 * time.Second
+		ns := newNamespace()
+		app := testutil.MakeTApp("slow", ns).Replicas(1).Template(testutil.PodTemplate(map[string]string{"app": "slow"}, "nginx:1.7.9")).Obj()
+		app.Spec.MinReadySeconds = int32(minReady / time.Second)
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+
+		By("running the pod and turning it Ready")
+		Eventually(func(g Gomega) {
+			tappKubelet(ctx, ns)
+			pod, ok := pods(ns)["slow-0"]
+			g.Expect(ok).To(BeTrue())
+			g.Expect(podCondition(pod, corev1.PodReady)).To(Equal(corev1.ConditionTrue))
+		}).Should(Succeed())
+		pod := pods(ns)["slow-0"]
+		since := pod.CreationTimestamp.Time
+		for _, c := range pod.Status.Conditions {
+			if (c.Type == corev1.PodReady || c.Type == tkestackv1.InPlaceUpdateReady) && c.LastTransitionTime.After(since) {
+				since = c.LastTransitionTime.Time
+			}
+		}
+		availableAt := since.Add(minReady)
+
+		By("reporting it Ready but not available at first")
+		var first tkestackv1.TAppStatus
+		var readAt time.Time
+		Eventually(func(g Gomega) {
+			readAt = time.Now() // the status read below was written before this instant
+			first = status(ns, "slow")()
+			g.Expect(first.Statuses).To(HaveKeyWithValue("0", tkestackv1.InstanceRunning))
+			g.Expect(first.ReadyReplicas).To(BeEquivalentTo(1))
+		}).Should(Succeed())
+		Expect(readAt).To(BeTemporally("<", availableAt), "the test machine is too slow to see the window before the pod counts as available")
+		Expect(first.AvailableReplicas).To(BeZero(), "available %v before minReadySeconds elapsed", time.Until(availableAt))
+		if wait := time.Until(availableAt) - 500*time.Millisecond; wait > 0 {
+			Consistently(func() int32 { return status(ns, "slow")().AvailableReplicas }, wait, "100ms").Should(BeZero())
+		}
+
+		By("counting it available once minReadySeconds elapsed, without any further event")
+		Eventually(func() int32 { return status(ns, "slow")().AvailableReplicas }, 15*time.Second).Should(BeEquivalentTo(1))
+		Expect(time.Now()).To(BeTemporally(">=", availableAt))
+		Expect(pods(ns)["slow-0"].ResourceVersion).To(Equal(pod.ResourceVersion), "the pod changed: a pod event could have caused the pass")
+	})
+
+	It("force-deletes a terminating pod on a lost node and recreates the instance when forceDeletePod is set", func() {
+		ns := newNamespace()
+		app := testutil.MakeTApp("lost", ns).Replicas(2).Template(testutil.PodTemplate(map[string]string{"app": "lost"}, "nginx:1.7.9")).
+			ForceDeletePod(true).Obj()
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(podNames(ns)).Should(Equal([]string{"lost-0", "lost-1"}))
+		nodeA, nodeB := ns+"-a", ns+"-b"
+		tappNode(ctx, nodeA, corev1.ConditionTrue)
+		tappNode(ctx, nodeB, corev1.ConditionTrue)
+		bindPod(ctx, ns, "lost-0", nodeA)
+		bindPod(ctx, ns, "lost-1", nodeB)
+		running(ns, "lost", "0", "1")
+
+		By("leaving a terminating pod on a Ready node alone")
+		old0 := pods(ns)["lost-0"]
+		Expect(old0.Spec.NodeName).To(Equal(nodeA))
+		Expect(k8sClient.Delete(ctx, old0)).To(Succeed()) // bound and running: it stays Terminating (no kubelet)
+		Eventually(instanceStatus(ns, "lost", "0")).Should(Equal(tkestackv1.InstanceKilling))
+		Consistently(podUID(ns, "lost-0"), "2s", "200ms").Should(Equal(old0.UID))
+
+		By("force-deleting it once its node's Ready condition turns Unknown, then recreating the instance")
+		setNodeReady(ctx, nodeA, corev1.ConditionUnknown)
+		Eventually(podUID(ns, "lost-0")).ShouldNot(Or(Equal(old0.UID), BeEmpty()))
+		Expect(pods(ns)["lost-0"].DeletionTimestamp).To(BeNil())
+		Eventually(eventNotes(ns, tkestackv1.ReasonSuccessfulDelete)).Should(ContainElement(
+			"Deleted pod lost-0 with grace period 0: its node " + nodeA + " is lost"))
+
+		By("force-deleting a terminating pod once its node is deleted")
+		old1 := pods(ns)["lost-1"]
+		Expect(k8sClient.Delete(ctx, old1)).To(Succeed())
+		Eventually(instanceStatus(ns, "lost", "1")).Should(Equal(tkestackv1.InstanceKilling))
+		Consistently(podUID(ns, "lost-1"), "1s", "200ms").Should(Equal(old1.UID))
+		Expect(k8sClient.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeB}})).To(Succeed())
+		Eventually(podUID(ns, "lost-1")).ShouldNot(Or(Equal(old1.UID), BeEmpty()))
+		Eventually(eventNotes(ns, tkestackv1.ReasonSuccessfulDelete)).Should(ContainElement(
+			"Deleted pod lost-1 with grace period 0: its node " + nodeB + " is lost"))
+		running(ns, "lost", "0", "1")
+	})
+
+	It("leaves a terminating pod on a lost node Terminating when forceDeletePod is not set", func() {
+		ns := newNamespace()
+		app := testutil.MakeTApp("fenced", ns).Replicas(1).Template(testutil.PodTemplate(map[string]string{"app": "fenced"}, "nginx:1.7.9")).Obj()
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		Eventually(podNames(ns)).Should(Equal([]string{"fenced-0"}))
+		node := ns + "-node"
+		tappNode(ctx, node, corev1.ConditionTrue)
+		bindPod(ctx, ns, "fenced-0", node)
+		running(ns, "fenced", "0")
+
+		By("losing the node and deleting its pod, as taint-based eviction would")
+		setNodeReady(ctx, node, corev1.ConditionFalse)
+		old := pods(ns)["fenced-0"]
+		Expect(k8sClient.Delete(ctx, old)).To(Succeed())
+		Eventually(instanceStatus(ns, "fenced", "0")).Should(Equal(tkestackv1.InstanceKilling))
+		Consistently(func(g Gomega) {
+			pod, ok := pods(ns)["fenced-0"]
+			g.Expect(ok).To(BeTrue())
+			g.Expect(pod.UID).To(Equal(old.UID))
+			g.Expect(pod.DeletionTimestamp).NotTo(BeNil())
+		}, "3s", "200ms").Should(Succeed())
+		Expect(eventNotes(ns, tkestackv1.ReasonSuccessfulDelete)()).To(BeEmpty())
+
+		By("force-deleting it and recreating the instance as soon as forceDeletePod is set")
+		updateTApp(ns, "fenced", func(a *tkestackv1.TApp) { a.Spec.ForceDeletePod = true })
+		Eventually(podUID(ns, "fenced-0")).ShouldNot(Or(Equal(old.UID), BeEmpty()))
+		Eventually(eventNotes(ns, tkestackv1.ReasonSuccessfulDelete)).Should(ConsistOf(
+			"Deleted pod fenced-0 with grace period 0: its node " + node + " is lost"))
+		running(ns, "fenced", "0")
+	})
+
+	It("takes a create refused in a terminating namespace for no failure", func() {
+		ns := newNamespace()
+		app := testutil.MakeTApp("doomed", ns).Replicas(1).Template(testutil.PodTemplate(map[string]string{"app": "doomed"}, "nginx:1.7.9")).Obj()
+		Expect(k8sClient.Create(ctx, app)).To(Succeed())
+		running(ns, "doomed", "0")
+		Eventually(condition(ns, "doomed", tkestackv1.TAppReplicaFailure)).Should(Equal("False/NoFailures"))
+		errorsBefore := reconcileErrors(tapp.ControllerName)
+
+		By("deleting the namespace, whose pods go before the TApp")
+		// envtest runs no namespace controller: the namespace stays Terminating, and the test removes the pod.
+		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(k8sClient.Delete(ctx, pods(ns)["doomed-0"])).To(Succeed()) // unscheduled: gone at once
+		Eventually(instanceStatus(ns, "doomed", "0")).Should(Equal(tkestackv1.InstanceNotCreated))
+		Consistently(func(g Gomega) {
+			g.Expect(podNames(ns)()).To(BeEmpty())
+			g.Expect(condition(ns, "doomed", tkestackv1.TAppReplicaFailure)()).To(Equal("False/NoFailures"))
+			g.Expect(reconcileErrors(tapp.ControllerName)).To(Equal(errorsBefore))
+		}, "3s", "200ms").Should(Succeed())
 	})
 
 	It("rejects bad input with field paths", func() {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
@@ -115,6 +116,7 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 	results := slowStart(len(creates), r.cfg.PodWriteConcurrency, func(i int) (createOutcome, error) {
 		return r.createInstance(ctx, rn, creates[i])
 	})
+	terminating := 0
 	for i, a := range creates {
 		res := results[i]
 		if !res.done {
@@ -125,6 +127,8 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 			rn.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, pvc, "Created PVC %s for instance %d", pvc.Name, a.ID)
 		}
 		switch {
+		case namespaceTerminating(res.err):
+			terminating++
 		case res.err != nil:
 			rn.fail(tkestackv1.ReasonFailedCreate, FormatID(a.ID), a.Desired, res.err)
 		case out.claimWait != "":
@@ -137,6 +141,17 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 			r.recordCreate(rn, a, out)
 		}
 	}
+	if terminating > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Skipped creating pods: the namespace is being deleted", "instances", terminating)
+	}
+}
+
+// namespaceTerminating reports whether a create was refused because the namespace is being deleted. Its
+// content goes in no particular order, the pods often before the TApp: nothing can be created there any more
+// and the namespace's deletion removes the TApp as well, so such a refusal is no failure (no issue, Warning,
+// error or retry with backoff).
+func namespaceTerminating(err error) bool {
+	return err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 // recordCreate puts a created pod into the view, records its expectation and event, and reports a failed

@@ -204,6 +204,71 @@ func TestReconcileCreateErrorsAreReported(t *testing.T) {
 	}
 }
 
+// namespaceTerminatingError is the error the API server's NamespaceLifecycle admission returns for a create
+// in a namespace that is being deleted.
+func namespaceTerminatingError(resource, name string) error {
+	err := apierrors.NewForbidden(schema.GroupResource{Resource: resource}, name,
+		errors.New("unable to create new content in namespace "+testNS+" because it is being terminated"))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: corev1.NamespaceTerminatingCause, Message: "namespace " + testNS + " is being terminated", Field: "metadata.namespace"})
+	return err
+}
+
+func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
+	for name, tc := range map[string]struct {
+		app      *tkestackv1.TApp
+		resource string
+	}{
+		"pod": {webApp(3).Obj(), "pods"},
+		"PVC": {webApp(3).VolumeClaim("data", "1Gi").Obj(), "persistentvolumeclaims"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, []client.Object{tc.app}, interceptor.Funcs{
+				Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+					return namespaceTerminatingError(tc.resource, obj.GetName())
+				},
+			})
+			f.writes.take()
+			res, err := f.reconcile()
+			if err != nil || res.RequeueAfter != 0 {
+				t.Fatalf("result %+v, error %v; want neither an error nor a requeue", res, err)
+			}
+			// Slow start stops after the first refused create.
+			if got := f.writes.take(); got["create Pod"]+got["create PersistentVolumeClaim"] != 1 || got["status TApp"] != 1 {
+				t.Errorf("writes: %v", got)
+			}
+			if got := f.podNames(); len(got) != 0 {
+				t.Errorf("pods: %v", got)
+			}
+			if got := f.condition(tkestackv1.TAppReplicaFailure); got != "False/NoFailures" {
+				t.Errorf("ReplicaFailure = %s, want False/NoFailures", got)
+			}
+			if got := f.app().Status.Statuses["0"]; got != tkestackv1.InstanceNotCreated {
+				t.Errorf("status of 0 = %s, want NotCreated", got)
+			}
+			for _, e := range f.drainEvents() {
+				if strings.HasPrefix(e, corev1.EventTypeWarning) {
+					t.Errorf("warning event %q", e)
+				}
+			}
+		})
+	}
+
+	t.Run("other forbidden creates still fail", func(t *testing.T) {
+		f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+			Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New("exceeded quota"))
+			},
+		})
+		if _, err := f.reconcile(); !apierrors.IsForbidden(err) {
+			t.Fatalf("reconcile error = %v, want the Forbidden error", err)
+		}
+		if got := f.condition(tkestackv1.TAppReplicaFailure); got != "True/FailedCreate" {
+			t.Errorf("ReplicaFailure = %s, want True/FailedCreate", got)
+		}
+	})
+}
+
 func TestReconcileConflictsRequeueWithoutError(t *testing.T) {
 	f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
