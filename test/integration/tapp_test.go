@@ -732,6 +732,7 @@ var _ = Describe("TApp", func() {
 			"an unresolvable template": {base().InstanceTemplate("1", "missing").Obj(), "spec.templates[1]"},
 			"a selector matching no template": {
 				base().Selector(map[string]string{"app": "other"}).Obj(), "spec.template.metadata.labels"},
+			"more instances than a TApp can hold": {base().Replicas(tkestackv1.MaxReplicas + 1).Obj(), "spec.replicas"},
 		}
 		for name, tc := range cases {
 			err := k8sClient.Create(ctx, tc.app)
@@ -746,5 +747,15 @@ var _ = Describe("TApp", func() {
 		err := k8sClient.Update(ctx, app)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 		Expect(causeFields(err)).To(ContainElement("spec.selector"))
+
+		By("bounding replicas through the scale subresource too")
+		Eventually(func() error { // a conflict (the controller writes status) is retried; Invalid is the answer
+			scale := &autoscalingv1.Scale{}
+			if err := k8sClient.SubResource("scale").Get(ctx, getTApp(ns, "bad"), scale); err != nil {
+				return err
+			}
+			scale.Spec.Replicas = tkestackv1.MaxReplicas + 1
+			return k8sClient.SubResource("scale").Update(ctx, getTApp(ns, "bad"), client.WithSubResourceBody(scale))
+		}).Should(Satisfy(apierrors.IsInvalid))
 	})
 })

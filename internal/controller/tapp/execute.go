@@ -134,9 +134,14 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 		case out.claimWait != "":
 			rn.claimWait = true
 		case out.claimConflict != "":
+			// PVCs are not watched: the conflict ends without an event when the other owner's PVC goes.
+			rn.claimWait = true
 			rn.planIssues = append(rn.planIssues, idIssue(tkestackv1.ReasonFailedCreate, a.ID,
 				"instance %d: PVC %s is controlled by another owner", a.ID, out.claimConflict))
 		case out.exists:
+			// The cache has not shown the pod of that name yet; when it is foreign, its events may not map to
+			// this TApp, so look again once the cache caught up (§14: PodNameConflict or adoption).
+			rn.conflict = true
 		default:
 			r.recordCreate(rn, a, out)
 		}

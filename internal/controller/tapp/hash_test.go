@@ -200,7 +200,7 @@ func TestHashStable(t *testing.T) {
 func TestHashChanges(t *testing.T) {
 	base := richTemplate()
 	tests := map[string]struct {
-		edit                   func(*corev1.PodTemplateSpec)
+		base, edit             func(*corev1.PodTemplateSpec) // base, when set, edits the template before and after
 		templateSame, uniqSame bool
 	}{
 		"container image":    {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Image = "nginx:1.8" }, uniqSame: true},
@@ -212,18 +212,32 @@ func TestHashChanges(t *testing.T) {
 		"resources": {edit: func(p *corev1.PodTemplateSpec) {
 			p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1")
 		}},
-		"container rename":      {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Name = "web" }},
-		"restart policy":        {edit: func(p *corev1.PodTemplateSpec) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }},
-		"non-default pull":      {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways }},
-		"non-default grace":     {edit: func(p *corev1.PodTemplateSpec) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(5)) }},
-		"volume":                {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Volumes[0].ConfigMap.Name = "other" }},
-		"image to latest tag":   {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Image = "nginx:latest" }, uniqSame: true},
+		"container rename":    {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Name = "web" }},
+		"restart policy":      {edit: func(p *corev1.PodTemplateSpec) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }},
+		"non-default pull":    {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways }},
+		"non-default grace":   {edit: func(p *corev1.PodTemplateSpec) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(5)) }},
+		"volume":              {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Volumes[0].ConfigMap.Name = "other" }},
+		"image to latest tag": {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Image = "nginx:latest" }, uniqSame: true},
+		// The uniq hash clears a pull policy equal to the default for the image (so that a template with the
+		// defaults spelled out hashes like one without), and that default depends on the image: an explicit
+		// IfNotPresent is cleared with nginx:1.7.9 but kept with nginx:latest. The change recreates the pod, the
+		// conservative side: keeping both this case and "image to latest tag" in place while hashing spelled-out
+		// defaults alike would leave the policy out of the uniq hash, and a policy change (which a pod cannot
+		// take in place) would then pass for an image change.
+		"image to latest tag, explicit IfNotPresent": {
+			base: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent },
+			edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Image = "nginx:latest" }},
 		"template name ignored": {edit: func(p *corev1.PodTemplateSpec) { p.Labels[tkestackv1.TAppHashKey] = "x" }, templateSame: true, uniqSame: true},
 	}
 	want := mustHashes(t, base)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			edited := base.DeepCopy()
+			before := base.DeepCopy()
+			if tc.base != nil {
+				tc.base(before)
+			}
+			want := mustHashes(t, before)
+			edited := before.DeepCopy()
 			tc.edit(edited)
 			got := mustHashes(t, edited)
 			if (got[0] == want[0]) != tc.templateSame {

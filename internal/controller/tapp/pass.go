@@ -1,6 +1,7 @@
 package tapp
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +58,14 @@ func NewPass(app *tkestackv1.TApp, opts Options) *Pass {
 		s.Selector, s.SelectorDerived = sel, derived
 		parsed, _ = metav1.LabelSelectorAsSelector(sel) // validated by selectorOf
 	}
+	replicas := app.Spec.Replicas
+	if replicas > tkestackv1.MaxReplicas {
+		// The CRD schema refuses this; a TApp stored under an older schema must not make the manager
+		// allocate per instance without bound.
+		issues = append(issues, invalidSpec("spec.replicas", fmt.Sprintf("%d is more than the %d instances a TApp can hold", replicas, tkestackv1.MaxReplicas)))
+		s.Blocked = true
+		replicas = tkestackv1.MaxReplicas
+	}
 	templates, tplIssues := resolveTemplates(&app.Spec, s.RollingTemplateName, parsed)
 	issues = append(issues, tplIssues...)
 	if name := app.Spec.UpdateStrategy.Template; name != "" && templates[name] == nil {
@@ -65,7 +74,7 @@ func NewPass(app *tkestackv1.TApp, opts Options) *Pass {
 	return &Pass{
 		App:       app,
 		Settings:  s,
-		Desired:   ComputeDesired(app.Spec.Replicas, s.Killed, app.Status.Statuses, app.Status.AppStatus, s.DeletePodAfterAppFinish),
+		Desired:   ComputeDesired(replicas, s.Killed, app.Status.Statuses, app.Status.AppStatus, s.DeletePodAfterAppFinish),
 		Issues:    issues,
 		templates: templates,
 		selector:  parsed,

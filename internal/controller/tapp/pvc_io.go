@@ -77,7 +77,7 @@ func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*co
 	for id := range rn.written {
 		expecting[id] = true
 	}
-	doomed := ScaledClaimsToDelete(rn.app, &rn.pass.Settings, pvcs, rn.view, expecting)
+	doomed := r.withoutLivePods(ctx, rn, ScaledClaimsToDelete(rn.app, &rn.pass.Settings, pvcs, rn.view, expecting))
 	results := boundedDo(len(doomed), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
 		err := r.cfg.Client.Delete(ctx, doomed[i], client.Preconditions{UID: &doomed[i].UID})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -93,6 +93,25 @@ func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*co
 			rn.failClaim(tkestackv1.ReasonFailedDelete, doomed[i], res.err)
 		}
 	}
+}
+
+// withoutLivePods keeps the PVCs whose instance has no pod at all. The view holds only this TApp's
+// well-formed pods: a pod just released, one whose release failed, or a malformed one still mounts the
+// claim (§10: a claim goes once the pod of its id is gone). A pod that cannot be read keeps its claims.
+func (r *Reconciler) withoutLivePods(ctx context.Context, rn *run, claims []*corev1.PersistentVolumeClaim) []*corev1.PersistentVolumeClaim {
+	out := claims[:0:0]
+	for _, pvc := range claims {
+		id, ok := managedClaim(rn.app, &rn.pass.Settings, pvc)
+		if !ok {
+			continue
+		}
+		pod := &corev1.Pod{}
+		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: PodName(rn.app.Name, id)}, pod)
+		if apierrors.IsNotFound(err) {
+			out = append(out, pvc)
+		}
+	}
+	return out
 }
 
 // failClaim records a failed PVC write.

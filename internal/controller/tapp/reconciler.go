@@ -94,9 +94,11 @@ type run struct {
 	planIssues []Issue
 	issues     []Issue
 	errs       []error
-	conflict   bool
-	claimWait  bool
-	events     []pendingEvent
+	// conflict: a write lost a race or a create found the name taken; the cache is behind (requeue soon).
+	conflict bool
+	// claimWait: a PVC being deleted or controlled by another owner blocks a create; PVCs are not watched.
+	claimWait bool
+	events    []pendingEvent
 }
 
 // Reconcile is keyed by the TApp's namespace/name. It reads like the table of contents of §6.3.

@@ -616,3 +616,75 @@ func TestReconcileRequeuesForMinReadySeconds(t *testing.T) {
 		t.Errorf("available after minReadySeconds: %d", got)
 	}
 }
+
+// TestReconcileRequeuesWhatNoEventEnds: a create blocked by another owner's PVC (PVCs are not watched) and a
+// create that found the name taken before the cache showed it are looked at again on their own.
+func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
+	t.Run("PVC of another owner", func(t *testing.T) {
+		other := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+			Name: ClaimName("data", testName, 0), Namespace: testNS, Labels: map[string]string{"app": "web"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "other", Controller: new(true)}},
+		}}
+		f := newFixture(t, []client.Object{webApp(1).VolumeClaim("data", "1Gi").Obj(), other}, interceptor.Funcs{})
+		res, err := f.reconcile()
+		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > claimWaitRequeueDelay {
+			t.Fatalf("result %+v, error %v; want a requeue within %s", res, err, claimWaitRequeueDelay)
+		}
+		if got := f.condition(tkestackv1.TAppReplicaFailure); got != "True/FailedCreate" {
+			t.Errorf("ReplicaFailure = %s, want True/FailedCreate", got)
+		}
+	})
+	t.Run("pod name taken", func(t *testing.T) {
+		f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+			Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+				return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, obj.GetName())
+			},
+		})
+		res, err := f.reconcile()
+		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > conflictRequeueDelay {
+			t.Fatalf("result %+v, error %v; want a requeue within %s", res, err, conflictRequeueDelay)
+		}
+	})
+}
+
+// TestScaledClaimsStayWhileTheirPodExists: under whenScaled Delete, the PVC of a removed id goes only once no
+// pod of that name exists, whoever owns it (§10): a released pod still mounts it.
+func TestScaledClaimsStayWhileTheirPodExists(t *testing.T) {
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+		Name: ClaimName("data", testName, 1), Namespace: testNS, Labels: map[string]string{"app": "web"},
+	}}
+	released := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: PodName(testName, 1), Namespace: testNS, Labels: map[string]string{"app": "elsewhere"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+	}
+	app := webApp(1).VolumeClaim("data", "1Gi").PVCRetention(tkestackv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		tkestackv1.DeletePersistentVolumeClaimRetentionPolicyType).Obj()
+	f := newFixture(t, []client.Object{app, claim, released}, interceptor.Funcs{})
+	f.settle(5)
+	if got := f.pass()["delete PersistentVolumeClaim"]; got != 0 {
+		t.Fatalf("%d PVC deletes while pod %s exists", got, released.Name)
+	}
+	if err := f.inner.Delete(context.Background(), released); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.pass()["delete PersistentVolumeClaim"]; got != 1 {
+		t.Errorf("%d PVC deletes once the pod is gone, want 1", got)
+	}
+}
+
+// TestReplicasOverTheBoundBlockEveryWrite: a TApp stored with more replicas than the schema allows (an older
+// CRD) gets InvalidSpec and no pod writes, and no per-instance work beyond the bound.
+func TestReplicasOverTheBoundBlockEveryWrite(t *testing.T) {
+	app := webApp(tkestackv1.MaxReplicas + 1).Obj()
+	p := NewPass(app, Options{})
+	if !p.Settings.Blocked || p.Desired.Replicas != tkestackv1.MaxReplicas {
+		t.Fatalf("blocked %v, desired replicas %d; want blocked and %d", p.Settings.Blocked, p.Desired.Replicas, tkestackv1.MaxReplicas)
+	}
+	f := newFixture(t, []client.Object{app}, interceptor.Funcs{})
+	if got := f.pass(); got["create Pod"] != 0 {
+		t.Errorf("writes: %v", got)
+	}
+	if got := f.condition(tkestackv1.TAppReplicaFailure); got != "True/InvalidSpec" {
+		t.Errorf("ReplicaFailure = %s, want True/InvalidSpec", got)
+	}
+}

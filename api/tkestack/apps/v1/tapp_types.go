@@ -157,10 +157,17 @@ type ForceUpdateStrategy struct {
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
+// MaxReplicas bounds spec.replicas: status.statuses holds an entry of about 20 bytes per instance, and a
+// TApp must stay well under etcd's object size limit (1.5 MB by default). The CRD schema enforces it, for
+// kubectl scale and an HPA too.
+const MaxReplicas = 50000
+
 // TAppSpec is the desired state of a TApp.
 type TAppSpec struct {
 	// Replicas is the number of instances, with ids 0..replicas-1. Killed instances keep their id and count.
+	// At most MaxReplicas (drover): the status lists every instance and the TApp must fit in one etcd object.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=50000
 	// +optional
 	Replicas int32 `json:"replicas"`
 
