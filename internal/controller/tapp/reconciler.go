@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -33,8 +34,10 @@ const DefaultPodWriteConcurrency = 100
 
 // Requeue delays.
 const (
-	// conflictRequeueDelay: a write lost a race (stale cache); retry once the cache caught up.
+	// conflictRequeueDelay: a write lost a race (stale cache); retry once the cache caught up. Passes that
+	// keep losing double it, up to maxConflictDelay (conflictBackoff).
 	conflictRequeueDelay = time.Second
+	maxConflictDelay     = 30 * time.Second
 	// claimWaitRequeueDelay: a create waits for a PVC that is being deleted (§10); PVCs without a TApp
 	// ownerReference (whenDeleted: Retain) cause no event when they are gone.
 	claimWaitRequeueDelay = 5 * time.Second
@@ -61,9 +64,10 @@ type Config struct {
 // Reconciler reconciles TApps: one pass observes the pods, plans with the pure functions of this package,
 // executes the plan in the order of §6.3 and writes the status derived from the post-action view.
 type Reconciler struct {
-	cfg   Config
-	exp   *expectations
-	gauge *instanceGauge
+	cfg       Config
+	exp       *expectations
+	gauge     *instanceGauge
+	conflicts *conflictBackoff
 }
 
 // NewReconciler returns a Reconciler.
@@ -74,7 +78,7 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Reconciler{cfg: cfg, exp: newExpectations(), gauge: newInstanceGauge()}
+	return &Reconciler{cfg: cfg, exp: newExpectations(), gauge: newInstanceGauge(), conflicts: newConflictBackoff()}
 }
 
 // run is what one reconcile pass observed and did. Writes run concurrently, but their outcomes are applied
@@ -105,6 +109,9 @@ type run struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app, err := r.getTApp(ctx, req.NamespacedName)
 	if err != nil || app == nil {
+		if err == nil {
+			r.conflicts.reset(req.NamespacedName)
+		}
 		return ctrl.Result{}, err
 	}
 	rn := r.newRun(req.NamespacedName, app)
@@ -195,7 +202,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, app *tkestackv1.TApp, stat
 }
 
 // result turns the outcome of a pass into its return. Errors are returned (joined) for a rate-limited
-// retry with backoff; lost races (conflicts) only requeue. Otherwise the pass requeues for the earliest of:
+// retry with backoff; lost races (conflicts) only requeue, backing off as errors do but without an error
+// log (§17). Otherwise the pass requeues for the earliest of:
 // a minReadySeconds wait, a PVC being deleted, the expiry of a pending expectation.
 func (r *Reconciler) result(rn *run, minReadyWait time.Duration, statusErr error) (ctrl.Result, error) {
 	var errs []error
@@ -223,7 +231,9 @@ func (r *Reconciler) result(rn *run, minReadyWait time.Duration, statusErr error
 		earliest(claimWaitRequeueDelay)
 	}
 	if conflict {
-		earliest(conflictRequeueDelay)
+		earliest(r.conflicts.next(rn.key))
+	} else {
+		r.conflicts.reset(rn.key)
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }
@@ -249,4 +259,31 @@ func (r *Reconciler) expect(rn *run, id int, x *expectation) {
 	x.at = rn.now
 	r.exp.expect(rn.key, rn.app.UID, id, x)
 	rn.written[id] = true
+}
+
+// conflictBackoff spaces the passes of a TApp that keep losing races (§17: conflicts back off like errors,
+// without error-level logs): 1 s, 2 s, 4 s, … up to maxConflictDelay. A pass without a conflict resets it.
+// controller-runtime's own rate-limited requeue without an error (Result.Requeue) is deprecated.
+type conflictBackoff struct {
+	mu sync.Mutex
+	n  map[types.NamespacedName]int
+}
+
+func newConflictBackoff() *conflictBackoff {
+	return &conflictBackoff{n: map[types.NamespacedName]int{}}
+}
+
+// next counts one more conflicted pass of key and returns its delay.
+func (b *conflictBackoff) next(key types.NamespacedName) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n[key]++
+	d := conflictRequeueDelay << min(b.n[key]-1, 5)
+	return min(d, maxConflictDelay)
+}
+
+func (b *conflictBackoff) reset(key types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.n, key)
 }

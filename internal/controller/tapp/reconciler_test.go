@@ -278,9 +278,18 @@ func TestReconcileConflictsRequeueWithoutError(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
 	})
-	res, err := f.reconcile()
-	if err != nil || res.RequeueAfter == 0 {
-		t.Errorf("result %+v, error %v; want a requeue without error", res, err)
+	// Passes that keep losing back off as errors do (§17), without returning an error.
+	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		res, err := f.reconcile()
+		if err != nil || res.RequeueAfter != want {
+			t.Fatalf("result %+v, error %v; want a requeue after %s without error", res, err, want)
+		}
+	}
+	for range 10 {
+		f.r.conflicts.next(types.NamespacedName{Namespace: testNS, Name: testName})
+	}
+	if res, _ := f.reconcile(); res.RequeueAfter != maxConflictDelay {
+		t.Errorf("requeue after %s, want the cap %s", res.RequeueAfter, maxConflictDelay)
 	}
 }
 

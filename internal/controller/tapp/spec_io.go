@@ -49,7 +49,7 @@ func (r *Reconciler) syncSpec(ctx context.Context, rn *run) (res ctrl.Result, do
 	}
 	if err := r.cfg.Client.Patch(ctx, rn.app.DeepCopy(), client.RawPatch(types.MergePatchType, body)); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRequeueDelay}, true, nil
+			return ctrl.Result{RequeueAfter: r.conflicts.next(rn.key)}, true, nil
 		}
 		return ctrl.Result{}, true, fmt.Errorf("patching the spec of TApp %s: %w", rn.key, err)
 	}
