@@ -1,32 +1,16 @@
 package tapp
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/distribution/reference"
 )
 
-// Image references are normalised like github.com/distribution/reference's ParseNormalizedNamed (which this
-// module does not depend on): default registry docker.io, "library/" prefix for single-component Docker Hub
-// names, default tag "latest" when neither tag nor digest is given (§6.5).
+// Image references are normalised with github.com/distribution/reference (§6.5), as container runtimes
+// do: default registry docker.io, "library/" prefix for single-component Docker Hub names, and tag "latest"
+// when neither tag nor digest is given (imageRef.key).
 
-const (
-	defaultDomain    = "docker.io"
-	legacyDomain     = "index.docker.io"
-	officialRepoPath = "library/"
-	defaultTag       = "latest"
-)
-
-var referenceRegexp = func() *regexp.Regexp {
-	const (
-		pathComponent   = `[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*`
-		domainComponent = `(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])`
-		domain          = domainComponent + `(?:\.` + domainComponent + `)*(?::[0-9]+)?`
-		tag             = `[\w][\w.-]{0,127}`
-		digest          = `[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}`
-	)
-	return regexp.MustCompile(`^((?:` + domain + `/)?` + pathComponent + `(?:/` + pathComponent + `)*)` +
-		`(?::(` + tag + `))?(?:@(` + digest + `))?$`)
-}()
+const defaultTag = "latest"
 
 // imageRef is a parsed, normalised image reference.
 type imageRef struct {
@@ -53,32 +37,18 @@ func (r imageRef) key() string {
 
 // parseImage parses and normalises an image reference; false when it is not a valid reference.
 func parseImage(s string) (imageRef, bool) {
-	m := referenceRegexp.FindStringSubmatch(s)
-	if len(m) != 4 || len(m[1]) > 255 {
+	named, err := reference.ParseNormalizedNamed(s)
+	if err != nil {
 		return imageRef{}, false
 	}
-	domain, remainder := splitDomain(m[1])
-	if strings.ToLower(remainder) != remainder {
-		return imageRef{}, false
+	r := imageRef{name: named.Name()}
+	if t, ok := named.(reference.Tagged); ok {
+		r.tag = t.Tag()
 	}
-	return imageRef{name: domain + "/" + remainder, tag: m[2], digest: m[3]}, true
-}
-
-// splitDomain splits a repository name into its registry domain and path, applying Docker Hub's defaults.
-func splitDomain(name string) (domain, remainder string) {
-	i := strings.IndexRune(name, '/')
-	if i == -1 || (!strings.ContainsAny(name[:i], ".:") && name[:i] != "localhost" && strings.ToLower(name[:i]) == name[:i]) {
-		domain, remainder = defaultDomain, name
-	} else {
-		domain, remainder = name[:i], name[i+1:]
+	if d, ok := named.(reference.Digested); ok {
+		r.digest = d.Digest().String()
 	}
-	if domain == legacyDomain {
-		domain = defaultDomain
-	}
-	if domain == defaultDomain && !strings.ContainsRune(remainder, '/') {
-		remainder = officialRepoPath + remainder
-	}
-	return domain, remainder
+	return r, true
 }
 
 // ImageMatches reports whether a container reports running the spec image (§6.5): the spec image and the

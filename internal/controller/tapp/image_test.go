@@ -22,6 +22,7 @@ func TestParseImage(t *testing.T) {
 		"registry:5000/team/app:v2":     {want: imageRef{name: "registry:5000/team/app", tag: "v2"}, ok: true},
 		"quay.io/app@" + dgst:           {want: imageRef{name: "quay.io/app", digest: dgst}, ok: true},
 		"nginx:1.7.9@" + dgst:           {want: imageRef{name: "docker.io/library/nginx", tag: "1.7.9", digest: dgst}, ok: true},
+		"[::1]:5000/app:v1":             {want: imageRef{name: "[::1]:5000/app", tag: "v1"}, ok: true},
 		"":                              {},
 		"Nginx":                         {},
 		"nginx:":                        {},
@@ -46,20 +47,21 @@ func TestImageMatches(t *testing.T) {
 		spec, reported, imageID string
 		want                    bool
 	}{
-		"equal":                        {spec: "nginx:1.8", reported: "nginx:1.8", want: true},
-		"short vs docker.io":           {spec: "nginx:1.8", reported: "docker.io/nginx:1.8", want: true},
-		"short vs docker.io/library":   {spec: "nginx:1.8", reported: "docker.io/library/nginx:1.8", want: true},
-		"bare means latest":            {spec: "nginx", reported: "docker.io/library/nginx:latest", want: true},
-		"bare does not match a tag":    {spec: "nginx", reported: "nginx:1.8", want: false},
-		"other tag":                    {spec: "nginx:1.8", reported: "nginx:1.7.9", want: false},
-		"multi-tagged image":           {spec: "nginx:stable", reported: "nginx:1.8", imageID: "same", want: false},
-		"digest pinned, imageID ends":  {spec: "nginx@" + d1, reported: "sha256:abc", imageID: "docker.io/library/nginx@" + d1, want: true},
-		"digest pinned, other imageID": {spec: "nginx@" + d1, reported: "nginx:1.8", imageID: "docker.io/library/nginx@sha256:22", want: false},
-		"digest pinned, same ref":      {spec: "nginx@" + d1, reported: "docker.io/library/nginx@" + d1, want: true},
-		"other registry":               {spec: "quay.io/nginx:1.8", reported: "nginx:1.8", want: false},
-		"unparsable equal":             {spec: "Bad:Image", reported: "Bad:Image", want: true},
-		"unparsable different":         {spec: "Bad:Image", reported: "bad:image", want: false},
-		"empty spec":                   {spec: "", reported: "", want: false},
+		"equal":                         {spec: "nginx:1.8", reported: "nginx:1.8", want: true},
+		"short vs docker.io":            {spec: "nginx:1.8", reported: "docker.io/nginx:1.8", want: true},
+		"short vs docker.io/library":    {spec: "nginx:1.8", reported: "docker.io/library/nginx:1.8", want: true},
+		"bare means latest":             {spec: "nginx", reported: "docker.io/library/nginx:latest", want: true},
+		"bare does not match a tag":     {spec: "nginx", reported: "nginx:1.8", want: false},
+		"other tag":                     {spec: "nginx:1.8", reported: "nginx:1.7.9", want: false},
+		"multi-tagged image":            {spec: "nginx:stable", reported: "nginx:1.8", imageID: "same", want: false},
+		"digest pinned, imageID ends":   {spec: "nginx@" + d1, reported: "sha256:abc", imageID: "docker.io/library/nginx@" + d1, want: true},
+		"digest pinned, other imageID":  {spec: "nginx@" + d1, reported: "nginx:1.8", imageID: "docker.io/library/nginx@sha256:22", want: false},
+		"digest pinned, same ref":       {spec: "nginx@" + d1, reported: "docker.io/library/nginx@" + d1, want: true},
+		"other registry":                {spec: "quay.io/nginx:1.8", reported: "nginx:1.8", want: false},
+		"IPv6 registry, bare is latest": {spec: "[::1]:5000/app", reported: "[::1]:5000/app:latest", want: true},
+		"unparsable equal":              {spec: "Bad:Image", reported: "Bad:Image", want: true},
+		"unparsable different":          {spec: "Bad:Image", reported: "bad:image", want: false},
+		"empty spec":                    {spec: "", reported: "", want: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
