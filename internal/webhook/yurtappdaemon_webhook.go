@@ -45,10 +45,15 @@ func setupOwnerWebhook[T openyurtv1alpha1.Owner](mgr manager.Manager, obj T, oth
 	if err != nil {
 		return fmt.Errorf("looking up the owner kind: %w", err)
 	}
+	// WH-9 reads the other kind from the manager's cache. Its informer is registered here, so that it is
+	// cached on every replica (all serve webhooks; the owner controllers run on the leader only) whatever
+	// --controllers says. A kind the API server does not serve has no objects to clash with.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), other); err != nil && !meta.IsNoMatchError(err) {
+		return fmt.Errorf("watching the other owner kind for the name check: %w", err)
+	}
 	v := OwnerValidator[T]{
 		GVK:   gvk,
 		Other: other,
-		// Both owner controllers watch both kinds, so the other kind is in the manager's cache.
 		Cache: mgr.GetCache(),
 		// The manager's client reads from the cache but writes to the API server: the dry runs reach it.
 		DryRun: mgr.GetClient(),

@@ -49,9 +49,9 @@ func planNodeChanges(pool *openyurtv1beta1.NodePool, obs observation, sync bool)
 			p.members(pool, obs.members, want)
 		}
 	}
-	if sync {
-		p.leavers(obs.stale)
-	}
+	// NP-5 is not under the attribute-sync flag: nodes that left a pool lose what drover once wrote on them,
+	// also after the flag was turned off.
+	p.leavers(obs.stale)
 	return p.changes
 }
 
@@ -182,10 +182,8 @@ func (r *Reconciler) observe(ctx context.Context, poolName string) (observation,
 	if obs.joiners, err = r.joiners(ctx, poolName); err != nil {
 		return obs, err
 	}
-	if r.SyncNodeAttributes {
-		if obs.stale, err = r.listNodes(ctx, IndexNodeStaleAttributes, StaleAttributesValue); err != nil {
-			return obs, err
-		}
+	if obs.stale, err = r.listNodes(ctx, IndexNodeStaleAttributes, StaleAttributesValue); err != nil {
+		return obs, err
 	}
 	return obs, nil
 }

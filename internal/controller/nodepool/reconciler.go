@@ -78,16 +78,13 @@ func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var outcomes []patchOutcome
-	if r.SyncNodeAttributes {
-		stale, err := r.listNodes(ctx, IndexNodeStaleAttributes, StaleAttributesValue)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		changes := planLeavers(stale)
-		outcomes = r.patchNodes(ctx, changes)
-		r.emitNodeEvents(nil, changes, outcomes)
+	stale, err := r.listNodes(ctx, IndexNodeStaleAttributes, StaleAttributesValue)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
+	changes := planLeavers(stale)
+	outcomes := r.patchNodes(ctx, changes)
+	r.emitNodeEvents(nil, changes, outcomes)
 	for _, n := range waiting {
 		r.Recorder.Eventf(n, nil, corev1.EventTypeWarning, ReasonNodePoolNotFound, actionJoin,
 			"NodePool %s named by label %s does not exist; the node joins it once it is created",

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -164,12 +165,17 @@ func (r *Reconciler[T]) applyChild(ctx context.Context, adapter render.Adapter, 
 			return nil, err
 		}
 	}
-	body := res.Body.DeepCopy()
-	body.SetUID(live.GetUID())
-	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
-		client.FieldOwner(FieldManager), client.ForceOwnership)
+	body, err := r.apply(ctx, adapter, live, res)
 	if err != nil {
-		return nil, fmt.Errorf("applying %s %s: %w", adapter.Kind(), live.GetName(), err)
+		return nil, err
+	}
+	if hasCreateEntry(body) && r.upgradeManagedFields(ctx, body) {
+		// The hand-over after the create failed then (upgradeManagedFields logged it): the create's fields
+		// were still drover's Update entry's, and this apply could not remove the keys drover stopped
+		// rendering. They are handed over now; apply again so those keys go.
+		if body, err = r.apply(ctx, adapter, live, res); err != nil {
+			return nil, err
+		}
 	}
 	r.guard.settle(live.GetUID(), res.Hash, live.GetResourceVersion())
 	if !render.InSync(res.Body, body, ownerUID) {
@@ -180,6 +186,29 @@ func (r *Reconciler[T]) applyChild(ctx context.Context, adapter render.Adapter, 
 		}
 	}
 	return typed(adapter, body), nil
+}
+
+// apply writes res to the live child with server-side apply and returns what the API server answered.
+func (r *Reconciler[T]) apply(ctx context.Context, adapter render.Adapter, live client.Object, res *render.Result) (*unstructured.Unstructured, error) {
+	body := res.Body.DeepCopy()
+	body.SetUID(live.GetUID())
+	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
+		client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err != nil {
+		return nil, fmt.Errorf("applying %s %s: %w", adapter.Kind(), live.GetName(), err)
+	}
+	return body, nil
+}
+
+// hasCreateEntry reports whether obj (as the API server returned it, managedFields included) still has the
+// Update entry of drover's create, which upgradeManagedFields hands over to the apply entry.
+func hasCreateEntry(obj *unstructured.Unstructured) bool {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // handoffReplicas applies the live spec.replicas under HandoffFieldManager when the child still carries the
@@ -215,7 +244,7 @@ func (r *Reconciler[T]) createChild(ctx context.Context, adapter render.Adapter,
 	if err := r.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
 		return nil, fmt.Errorf("creating %s %s: %w", adapter.Kind(), obj.GetName(), err)
 	}
-	r.upgradeManagedFields(ctx, obj)
+	_ = r.upgradeManagedFields(ctx, obj)
 	return typed(adapter, obj), nil
 }
 
@@ -226,17 +255,22 @@ const upgradeAttempts = 4
 // upgradeManagedFields moves the fields the create set from FieldManager's Update entry to its Apply entry
 // (what kubectl does when it upgrades client-side to server-side apply). A lost race is retried from a fresh
 // uncached read, which carries the managedFields the cache strips. A final failure leaves the child correct
-// but with fields drover cannot remove later by omission, so it is logged, not returned.
-func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructured.Unstructured) {
+// but with fields drover cannot yet remove by omission: it is logged, not returned, and the next apply of
+// the child, which sees the managedFields in the API server's answer, tries again (applyChild). It reports
+// whether it handed fields over.
+func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructured.Unstructured) bool {
 	cur := obj
 	var err error
 	for attempt := 1; attempt <= upgradeAttempts; attempt++ {
 		var patch []byte
-		if patch, err = csaupgrade.UpgradeManagedFieldsPatch(cur, sets.New(FieldManager), FieldManager); err != nil || patch == nil {
+		if patch, err = csaupgrade.UpgradeManagedFieldsPatch(cur, sets.New(FieldManager), FieldManager); err != nil {
 			break
 		}
+		if patch == nil {
+			return false // nothing to hand over
+		}
 		if err = r.Client.Patch(ctx, cur.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); err == nil {
-			return
+			return true
 		}
 		if attempt == upgradeAttempts || (!apierrors.IsConflict(err) && !apierrors.IsInvalid(err)) {
 			break
@@ -250,9 +284,11 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 		cur = fresh
 	}
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Handing the created workload's fields to server-side apply failed",
+		ctrl.LoggerFrom(ctx).Info("Handing the created workload's fields to server-side apply failed; the next apply of it retries",
 			"workload", klog.KObj(obj), "error", err.Error())
+		return false
 	}
+	return true
 }
 
 // getUncached reads a child that a create found to exist. It is the controller's one deliberate API read

@@ -193,3 +193,50 @@ func TestLoopGuard(t *testing.T) {
 		}
 	})
 }
+
+// TestFailedHandOverIsRedoneByTheNextApply: when every hand-over attempt after the create fails, the next
+// apply of the child (after a template change) sees drover's Update entry in the API server's answer, hands
+// the fields over and applies again, so a key drover stopped rendering is removed after all (YC-22).
+func TestFailedHandOverIsRedoneByTheNextApply(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k kindCase) {
+		failHandOver := true
+		funcs := interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := c.Create(ctx, obj, opts...); err != nil {
+					return err
+				}
+				return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if patch.Type() == types.JSONPatchType && failHandOver {
+					return apierrors.NewInternalError(errInjected)
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+		}
+		owner := k.owner().TemplateMetadata(map[string]string{"team": "dns", "stage": "beta"}, nil)
+		f := newFixtureWith(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, funcs,
+			fake.NewClientBuilder().WithReturnManagedFields())
+		f.mustReconcile()
+		failHandOver = false
+
+		updated := owner.TemplateMetadata(map[string]string{"team": "dns"}, nil).Generation(2).Obj()
+		current := k.owner().Obj()
+		if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(current), current); err != nil {
+			t.Fatal(err)
+		}
+		updated.SetResourceVersion(current.GetResourceVersion())
+		if err := f.c.Update(context.Background(), updated); err != nil {
+			t.Fatal(err)
+		}
+		f.writes.reset()
+		f.mustReconcile()
+		if got := f.writes.get("patch Deployment"); got != 1 {
+			t.Errorf("%d hand-over patches, want 1: %v", got, f.writes.entries())
+		}
+		labels := f.deployments()["dns-east"].Labels
+		if _, ok := labels["stage"]; ok || labels["team"] != "dns" {
+			t.Errorf("labels = %v, want team kept and stage removed", labels)
+		}
+	})
+}

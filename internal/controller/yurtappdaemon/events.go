@@ -126,11 +126,12 @@ func (r *Reconciler[T]) emitEvents(p *pass, prev, status *openyurtv1alpha1.YurtA
 // emitWarnings emits the per-pool failure warnings of a pass that acted.
 func (r *Reconciler[T]) emitWarnings(p *pass, warn func(reason, action, format string, args ...any)) {
 	if len(p.renderErrs) > 0 {
-		warn(ReasonRenderFailed, actionReconcile, "%s", truncate(poolErrors(p.renderErrs, nil), maxMessageBytes))
+		warn(ReasonRenderFailed, actionReconcile, "%s", truncate(fmt.Sprintf("%d NodePool(s): %s",
+			len(p.renderErrs), poolErrors(p.renderErrs, nil)), maxMessageBytes))
 	}
 	if len(p.nameConflicts) > 0 {
-		warn(ReasonNameConflict, actionCreate, "Names taken by objects this owner does not control: %s",
-			nameList(slices.Collect(maps.Values(p.nameConflicts))))
+		warn(ReasonNameConflict, actionCreate, "%d name(s) taken by objects this owner does not control: %s",
+			len(p.nameConflicts), nameList(slices.Collect(maps.Values(p.nameConflicts))))
 	}
 	for _, e := range []struct {
 		reason, action string
@@ -142,12 +143,12 @@ func (r *Reconciler[T]) emitWarnings(p *pass, warn func(reason, action, format s
 		{ReasonWorkloadDeleteFailed, actionDelete, p.deleteFailed, p.deletePending},
 	} {
 		if len(e.failed)+len(e.pending) > 0 {
-			warn(e.reason, e.action, "%s", truncate(poolErrors(e.failed, e.pending), maxMessageBytes))
+			warn(e.reason, e.action, "%s", truncate(fmt.Sprintf("%d failed: %s", len(e.failed), poolErrors(e.failed, e.pending)), maxMessageBytes))
 		}
 	}
 	if len(p.pools.invalidNames) > 0 {
-		warn(ReasonInvalidNodePoolName, actionReconcile, "Skipped NodePools whose names are not valid label values: %s",
-			nameList(p.pools.invalidNames))
+		warn(ReasonInvalidNodePoolName, actionReconcile, "Skipped %d NodePool(s) whose names are not valid label values: %s",
+			len(p.pools.invalidNames), nameList(p.pools.invalidNames))
 	}
 	if len(p.cls.unmapped) > 0 {
 		names := make([]string, len(p.cls.unmapped))

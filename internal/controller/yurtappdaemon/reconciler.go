@@ -125,14 +125,20 @@ func newPass(owner openyurtv1alpha1.Owner) *pass {
 }
 
 // Reconcile is keyed by the owner's namespace/name (YC-3).
-func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
-	defer recoverPanic(&err)
+//
+// A panic in a pass is recovered by controller-runtime (RecoverPanic, set in setup and manager-wide), which
+// turns it into the pass's error and counts it in controller_runtime_reconcile_panics_total (§9).
+func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	owner, found, err := r.getOwner(ctx, req.NamespacedName)
 	if err != nil || !found || !owner.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, err // deleted or being deleted: garbage collection removes children (YC-29)
 	}
 	p := newPass(owner)
 	stepErr := r.sync(ctx, p)
+	if p.revisionErr != nil && cacheBehind(p.revisionErr) {
+		// Not a RevisionFailed: the cache is behind a write (often this owner's own). Retry once it caught up.
+		return ctrl.Result{RequeueAfter: conflictRequeueDelay}, nil
+	}
 
 	prev := owner.DaemonStatus().DeepCopy()
 	status := computeStatus(prev, owner.GetGeneration(), p, metav1.NewTime(r.now()))
@@ -281,12 +287,5 @@ func controllerRef(owner client.Object, gvk schema.GroupVersionKind) metav1.Owne
 	return metav1.OwnerReference{
 		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID(),
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
-}
-
-// recoverPanic turns a panic in a reconcile into its error (§9): user data must never crash the manager.
-func recoverPanic(err *error) {
-	if v := recover(); v != nil {
-		*err = fmt.Errorf("panic while reconciling: %v", v)
 	}
 }

@@ -92,6 +92,9 @@ func (r *Reconciler[T]) createRevision(ctx context.Context, owner T, data []byte
 		existing := &appsv1.ControllerRevision{}
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(cr), existing); err != nil {
 			// The cache has not seen it yet: retry the pass rather than count a collision that may not be one.
+			if apierrors.IsNotFound(err) {
+				err = errRevisionNotCached
+			}
 			return st, fmt.Errorf("reading existing ControllerRevision %s: %w", cr.Name, err)
 		}
 		if isControlledBy(existing, owner.GetUID()) && sameData(existing.Data.Raw, data) {
@@ -167,6 +170,16 @@ func (r *Reconciler[T]) findOrphanRevision(ctx context.Context, owner T, data []
 	}
 	sortRevisions(found)
 	return found[len(found)-1], nil
+}
+
+// errRevisionNotCached: a revision create found the name taken, and the cache does not show the revision
+// yet (most often this owner's own create of a moment ago).
+var errRevisionNotCached = errors.New("not in the cache yet")
+
+// cacheBehind reports whether a revision step failed only because the cache is behind the API server: a
+// lost optimistic lock or a revision not cached yet. The pass is retried; nothing is reported.
+func cacheBehind(err error) bool {
+	return apierrors.IsConflict(err) || errors.Is(err, errRevisionNotCached)
 }
 
 // promoteRevision makes cr the newest revision: its number is raised to top+1 unless it already is the

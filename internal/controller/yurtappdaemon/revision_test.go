@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -262,4 +263,31 @@ func TestRevisionsToDelete(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRevisionNotCachedYetIsNoFailure: a revision create that finds the name taken while the cache does not
+// show the revision yet (the owner's own create of a moment ago) requeues quietly: no RevisionFailed
+// condition, no Warning, no status write, no child touched.
+func TestRevisionNotCachedYetIsNoFailure(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k kindCase) {
+		hooks := interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if _, ok := obj.(*appsv1.ControllerRevision); ok {
+					return apierrors.NewAlreadyExists(appsv1.Resource("controllerrevisions"), obj.GetName())
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		}
+		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj()}, hooks)
+		res, err := f.reconcile()
+		if err != nil || res.RequeueAfter != conflictRequeueDelay {
+			t.Fatalf("result %+v, error %v; want a quiet requeue after %s", res, err, conflictRequeueDelay)
+		}
+		if n := f.writes.get("total") - f.writes.get("create ControllerRevision"); n != 0 {
+			t.Errorf("%d writes besides the revision create: %v", n, f.writes.entries())
+		}
+		if ev := f.eventReasons(); len(ev) != 0 {
+			t.Errorf("events %v, want none", ev)
+		}
+	})
 }

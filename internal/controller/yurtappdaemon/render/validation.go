@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
@@ -249,12 +250,34 @@ func protectedPrefix(p string) string {
 	return ""
 }
 
-// patchesApply renders the template for the placeholder pool with tweak i alone and reports a patch that
-// does not apply (WH-8).
+// placeholderTaint is the placeholder pool's one taint: rendering adds a toleration for it, so a patch of
+// the tolerations drover adds for pool taints (e.g. "replace .../tolerations/0") can be checked.
+var placeholderTaint = corev1.Taint{Key: "drover.dev/placeholder", Effect: corev1.TaintEffectNoSchedule}
+
+// patchesApply renders the template for the placeholder pool and reports a patch of tweak i that does not
+// apply to it (WH-8). Rendering applies every tweak matching a pool, in order, so a tweak that fails on its
+// own is tried again after the earlier tweaks that apply: a patch that relies on an earlier tweak's add
+// (".../env" then ".../env/-") is accepted. A pool that gets one tweak without the other then reports
+// RenderFailed for itself alone (YC-28).
 func patchesApply(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.Path) field.ErrorList {
-	in := Input{Owner: OwnerRef{Name: PlaceholderPoolName}, Spec: spec, Pool: Pool{Name: PlaceholderPoolName}}
-	obj := renderBase(in, spec.TemplateType())
-	_, err := applyTweak(obj, &spec.WorkloadTweaks[i], i, PlaceholderPoolName)
+	pool := Pool{Name: PlaceholderPoolName, Taints: []corev1.Taint{placeholderTaint}}
+	in := Input{Owner: OwnerRef{Name: PlaceholderPoolName}, Spec: spec, Pool: pool}
+	kind := spec.TemplateType()
+	_, err := applyTweak(renderBase(in, kind), &spec.WorkloadTweaks[i], i, PlaceholderPoolName)
+	if err != nil && i > 0 {
+		obj := renderBase(in, kind)
+		for j := range i {
+			// On a copy: a tweak that fails may have set images before its patches failed.
+			if cp, ok := obj.DeepCopyObject().(client.Object); ok {
+				if next, jerr := applyTweak(cp, &spec.WorkloadTweaks[j], j, PlaceholderPoolName); jerr == nil {
+					obj = next
+				}
+			}
+		}
+		if _, after := applyTweak(obj, &spec.WorkloadTweaks[i], i, PlaceholderPoolName); after == nil {
+			err = nil
+		}
+	}
 	var te *tweakError
 	if err == nil || !errors.As(err, &te) {
 		return nil

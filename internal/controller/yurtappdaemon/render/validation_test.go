@@ -191,6 +191,9 @@ func TestValidateSpecTweaks(t *testing.T) {
 			tweak: tweak(patch(openyurtv1alpha1.PatchRemove, "/spec/template/spec/containers/5", nil)),
 			want:  []fieldErr{{field.ErrorTypeInvalid, tw0 + ".tweaks.patches[0]"}},
 		},
+		"patch of the toleration rendered for a pool taint": {
+			tweak: tweak(patch(openyurtv1alpha1.PatchReplace, "/spec/template/spec/tolerations/0/operator", raw(t, "Exists"))),
+		},
 		"patched object does not decode": {
 			tweak: tweak(patch(openyurtv1alpha1.PatchReplace, "/spec/template/spec/containers", raw(t, 1))),
 			want:  []fieldErr{{field.ErrorTypeInvalid, tw0 + ".tweaks.patches"}},
@@ -204,6 +207,23 @@ func TestValidateSpecTweaks(t *testing.T) {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestValidatePatchesInOrder: a tweak whose patch relies on an earlier tweak's add is accepted, as rendering
+// applies matching tweaks in order (WH-8); one that applies in no order is still refused.
+func TestValidatePatchesInOrder(t *testing.T) {
+	addArgs := tweak(patch(openyurtv1alpha1.PatchAdd, "/spec/template/spec/containers/0/args", raw(t, []string{"--a"})))
+	appendArg := tweak(patch(openyurtv1alpha1.PatchAdd, "/spec/template/spec/containers/0/args/-", raw(t, "--b")))
+	spec := deploySpec()
+	spec.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{addArgs, appendArg}
+	if errs := ValidateSpec(spec, field.NewPath("spec")); len(errs) != 0 {
+		t.Errorf("tweak 1 after tweak 0: %v", errs)
+	}
+	spec.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{appendArg, addArgs}
+	want := []fieldErr{{field.ErrorTypeInvalid, tw0 + ".tweaks.patches[0]"}}
+	if diff := cmp.Diff(want, summarize(ValidateSpec(spec, field.NewPath("spec")))); diff != "" {
+		t.Errorf("tweak 0 before the add (-want +got):\n%s", diff)
 	}
 }
 
