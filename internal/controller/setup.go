@@ -12,12 +12,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
@@ -139,6 +141,14 @@ func registry() map[string]entry {
 // Setup starts the enabled controllers whose APIs are served and returns the names of those it started.
 func Setup(ctx context.Context, mgr manager.Manager, opts Options) ([]string, error) {
 	log := ctrl.LoggerFrom(ctx)
+	// The controllers' metrics go to the registry the manager serves; main registers them through here.
+	for _, register := range []func(prometheus.Registerer) error{
+		nodepool.RegisterMetrics, yurtappdaemon.RegisterMetrics, tapp.RegisterMetrics,
+	} {
+		if err := register(metrics.Registry); err != nil {
+			return nil, err
+		}
+	}
 	reg := registry()
 	sharedDone := sets.New[string]()
 	var started []string

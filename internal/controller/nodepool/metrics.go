@@ -2,7 +2,8 @@ package nodepool
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/drover-dev/drover/internal/metricsreg"
 )
 
 // Results of a node patch, the values of the label result of drover_nodepool_node_patches_total.
@@ -18,9 +19,14 @@ var nodePatches = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Node patches (membership and pool attributes) made by the NodePool controller, by result.",
 }, []string{"result"})
 
-func init() {
-	metrics.Registry.MustRegister(nodePatches)
+// RegisterMetrics registers the package's metrics with reg (the manager's registry; controller.Setup calls it
+// from main) and exports their zero series, so rates work from the first scrape.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	if err := metricsreg.Register(reg, nodePatches); err != nil {
+		return err
+	}
 	for _, r := range []string{patchSuccess, patchConflict, patchError} {
 		nodePatches.WithLabelValues(r) // export zeros, so rates work from the first scrape
 	}
+	return nil
 }

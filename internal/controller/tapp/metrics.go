@@ -6,9 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/metricsreg"
 )
 
 // Values of the operation label of drover_tapp_pod_writes_total (§15).
@@ -54,8 +54,12 @@ var allInstanceStatuses = []tkestackv1.InstanceStatus{
 	tkestackv1.InstanceFailed, tkestackv1.InstanceSucc, tkestackv1.InstanceUnknown,
 }
 
-func init() {
-	metrics.Registry.MustRegister(podWrites, inPlaceUpdateDuration, instances)
+// RegisterMetrics registers the package's metrics with reg (the manager's registry; controller.Setup calls it
+// from main) and exports their zero series, so rates work from the first scrape.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	if err := metricsreg.Register(reg, podWrites, inPlaceUpdateDuration, instances); err != nil {
+		return err
+	}
 	// Export zeros, so rates and sums work from the first scrape.
 	for _, op := range []string{opCreate, opDelete, opForceDelete, opInPlaceUpdate, opGate} {
 		for _, res := range []string{resultSuccess, resultNoop, resultConflict, resultError} {
@@ -65,6 +69,7 @@ func init() {
 	for _, st := range allInstanceStatuses {
 		instances.WithLabelValues(string(st))
 	}
+	return nil
 }
 
 // countWrite counts one pod write.

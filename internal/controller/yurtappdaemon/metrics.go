@@ -2,7 +2,8 @@ package yurtappdaemon
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/drover-dev/drover/internal/metricsreg"
 )
 
 // Values of the operation label of drover_yurtappdaemon_workload_writes_total.
@@ -43,8 +44,12 @@ var (
 	}, []string{"kind"})
 )
 
-func init() {
-	metrics.Registry.MustRegister(workloadWrites, renderErrors, normalizationMismatches, poolProvisionSeconds)
+// RegisterMetrics registers the package's metrics with reg (the manager's registry; controller.Setup calls it
+// from main) and exports their zero series, so rates work from the first scrape.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	if err := metricsreg.Register(reg, workloadWrites, renderErrors, normalizationMismatches, poolProvisionSeconds); err != nil {
+		return err
+	}
 	for _, kind := range []string{yurtAppDaemonKind, unitedDaemonSetKind} {
 		// Export zeros, so rates work from the first scrape.
 		for _, op := range []string{opCreate, opUpdate, opDelete, opAdopt} {
@@ -55,6 +60,7 @@ func init() {
 		renderErrors.WithLabelValues(kind)
 		normalizationMismatches.WithLabelValues(kind)
 	}
+	return nil
 }
 
 // countWrite counts one workload write.
