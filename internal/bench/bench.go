@@ -6,6 +6,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Env is what a scenario gets: the cluster and the run's parameters.
@@ -108,4 +111,28 @@ func WriteJSON(dir string, rep Report) (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// runInformer starts inf (of factory) with transform and the handlers set (add, update) and remove (delete), and
+// waits until it has synced. It returns the function that stops it.
+func runInformer(ctx context.Context, factory informers.SharedInformerFactory, inf cache.SharedIndexInformer,
+	transform cache.TransformFunc, set, remove func(any)) (func(), error) {
+	if err := inf.SetTransform(transform); err != nil {
+		return nil, fmt.Errorf("setting the informer transform: %w", err)
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, obj any) { set(obj) },
+		DeleteFunc: remove,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the informer handler: %w", err)
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		close(stop)
+		factory.Shutdown()
+		return nil, errors.New("the informer did not sync")
+	}
+	return func() { close(stop); factory.Shutdown() }, nil
 }

@@ -2,18 +2,14 @@ package bench
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,7 +262,7 @@ func (rc *rawClient) gate(ctx context.Context, i int, status corev1.ConditionSta
 // rawCreate creates the pods and waits until all are Running and Ready.
 func (r *tappRun) rawCreate(ctx context.Context, rc *rawClient) (time.Duration, error) {
 	label, gated, pods, tr := rc.label, rc.gated, rc.pods, rc.tr
-	before, err := apiserverWriteCounts(ctx, r.cs)
+	before, err := apiserverWriteCounts(ctx, r.cs, tappCountedResources)
 	if err != nil {
 		return 0, err
 	}
@@ -301,7 +297,7 @@ func (r *tappRun) rawCreate(ctx context.Context, rc *rawClient) (time.Duration, 
 	if err := r.quiesce(ctx, 3*time.Minute); err != nil {
 		r.logf("the counted API writes did not come to rest after the %s creation (%v); counting anyway", label, err)
 	}
-	after, err := apiserverWriteCounts(ctx, r.cs)
+	after, err := apiserverWriteCounts(ctx, r.cs, tappCountedResources)
 	if err != nil {
 		return 0, err
 	}
@@ -318,7 +314,7 @@ func (r *tappRun) rawCreate(ctx context.Context, rc *rawClient) (time.Duration, 
 // rawUpdate changes the pods' image in waves of the budget.
 func (r *tappRun) rawUpdate(ctx context.Context, rc *rawClient) (time.Duration, error) {
 	label, gated, pods, tr := rc.label, rc.gated, rc.pods, rc.tr
-	before, err := apiserverWriteCounts(ctx, r.cs)
+	before, err := apiserverWriteCounts(ctx, r.cs, tappCountedResources)
 	if err != nil {
 		return 0, err
 	}
@@ -367,7 +363,7 @@ func (r *tappRun) rawUpdate(ctx context.Context, rc *rawClient) (time.Duration, 
 	if err := r.quiesce(ctx, 3*time.Minute); err != nil {
 		r.logf("the counted API writes did not come to rest after the %s update (%v); counting anyway", label, err)
 	}
-	after, err := apiserverWriteCounts(ctx, r.cs)
+	after, err := apiserverWriteCounts(ctx, r.cs, tappCountedResources)
 	if err != nil {
 		return 0, err
 	}
@@ -636,7 +632,7 @@ type tappSnapshot struct {
 func (r *tappRun) snapshot(ctx context.Context) (tappSnapshot, error) {
 	var s tappSnapshot
 	var err error
-	if s.apiserver, err = apiserverWriteCounts(ctx, r.cs); err != nil {
+	if s.apiserver, err = apiserverWriteCounts(ctx, r.cs, tappCountedResources); err != nil {
 		return s, err
 	}
 	if r.mm == nil {
@@ -772,44 +768,13 @@ func (r *tappRun) writeFigures(phase string, before, after tappSnapshot, own map
 	r.logf("%s writes: %s", phase, b.String())
 }
 
-// apiserverWriteCounts reads the kube-apiserver's /metrics and returns the writes on tappCountedResources by
-// "VERB resource[/sub]".
-func apiserverWriteCounts(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
-	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the kube-apiserver's /metrics: %w", err)
-	}
-	counts := map[string]float64{}
-	for _, s := range parseMetrics(string(raw)) {
-		l := s.labels
-		if s.name != "apiserver_request_total" || l["dry_run"] != "" ||
-			!slices.Contains(mutatingVerbs, l["verb"]) || !slices.Contains(tappCountedResources, l["resource"]) {
-			continue
-		}
-		key := l["verb"] + " " + l["resource"]
-		if l["subresource"] != "" {
-			key += "/" + l["subresource"]
-		}
-		counts[key] += s.value
-	}
-	return counts, nil
-}
-
 // quiesce waits until the counted writes have not moved for tappQuiet.
 func (r *tappRun) quiesce(ctx context.Context, deadline time.Duration) error {
-	var last map[string]float64
-	lastChange := time.Now()
-	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, deadline, true, func(ctx context.Context) (bool, error) {
-		cur, err := apiserverWriteCounts(ctx, r.cs)
-		if err != nil {
-			return false, nil //nolint:nilerr // retried until the deadline
-		}
-		if !equalCounts(cur, last) {
-			last, lastChange = cur, time.Now()
-			return false, nil
-		}
-		return time.Since(lastChange) >= tappQuiet, nil
-	})
+	read := func(ctx context.Context) (map[string]float64, error) {
+		return apiserverWriteCounts(ctx, r.cs, tappCountedResources)
+	}
+	_, err := waitWritesAtRest(ctx, read, tappQuiet, deadline, nil)
+	return err
 }
 
 // waitNamespaceGone waits (at most 5 minutes) until a deleted namespace and its pods are gone.
@@ -853,59 +818,16 @@ func (r *tappRun) waitTerminatingNamespaces(ctx context.Context) {
 	}
 }
 
-// managerScraper returns a scraper of the manager's metrics, authenticated as a ServiceAccount of ns bound
-// to a ClusterRole that may get /metrics, and a cleanup; nil (logged) when it cannot be read.
+// managerScraper returns a scraper of the manager's metrics, authenticated as a ServiceAccount of ns, and a
+// cleanup; nil (logged) when it cannot be read.
 func (r *tappRun) managerScraper(ctx context.Context, ns string) (*metricsScraper, func()) {
-	noop := func() {}
 	if r.cfg.managerMetrics == "" {
 		r.logf("no manager metrics endpoint: drover's gate writes cannot be told from kwok's status writes")
-		return nil, noop
+		return nil, func() {}
 	}
-	name := "drover-bench-tapp-metrics-" + r.id
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bench-metrics", Namespace: ns}}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}},
-	}
-	cleanup := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = r.c.Delete(ctx, binding)
-		_ = r.c.Delete(ctx, role)
-	}
-	for _, o := range []client.Object{sa, role, binding} {
-		if err := r.c.Create(ctx, o); err != nil {
-			r.logf("cannot read the manager's metrics (creating %s: %v)", o.GetName(), err)
-			return nil, cleanup
-		}
-	}
-	tr, err := r.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	m, cleanup, err := newManagerScraper(ctx, r.c, r.cs, r.cfg.managerMetrics, ns, "drover-bench-tapp-metrics-"+r.id)
 	if err != nil {
-		r.logf("cannot read the manager's metrics (token: %v)", err)
-		return nil, cleanup
-	}
-	m := &metricsScraper{
-		url:   "https://" + r.cfg.managerMetrics + "/metrics",
-		token: tr.Status.Token,
-		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			// The manager listens on 127.0.0.1 with a self-signed serving certificate it generated itself.
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local endpoint, self-signed certificate
-		}},
-	}
-	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = m.scrape(ctx)
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		r.logf("cannot read the manager's metrics (%v)", lastErr)
-		return nil, cleanup
+		r.logf("cannot read the manager's metrics (%v)", err)
 	}
 	return m, cleanup
 }

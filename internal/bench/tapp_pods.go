@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -51,24 +50,11 @@ func startPodTracker(ctx context.Context, cs kubernetes.Interface, ns string, wa
 		pods: map[string]*corev1.Pod{}, avail: map[string]bool{},
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-	inf := factory.Core().V1().Pods().Informer()
-	if err := inf.SetTransform(slimPod); err != nil {
-		return nil, nil, fmt.Errorf("setting the informer transform: %w", err)
+	stop, err := runInformer(ctx, factory, factory.Core().V1().Pods().Informer(), slimPod, t.set, t.remove)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pods: %w", err)
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.set(obj) },
-		UpdateFunc: func(_, obj any) { t.set(obj) },
-		DeleteFunc: t.remove,
-	}); err != nil {
-		return nil, nil, fmt.Errorf("adding the informer handler: %w", err)
-	}
-	stop := make(chan struct{})
-	factory.Start(stop)
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		close(stop)
-		return nil, nil, errors.New("the pod informer did not sync")
-	}
-	return t, func() { close(stop); factory.Shutdown() }, nil
+	return t, stop, nil
 }
 
 // slimPod keeps what unavailableReason reads.

@@ -452,25 +452,12 @@ type trackedChild struct{ pool, image string }
 func (r *yadRun) startTracker(ctx context.Context) (func(), error) {
 	r.tracker = &childTracker{children: map[string]trackedChild{}, perPool: map[string]int{}, seen: map[string]time.Time{}, images: map[string]int{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(r.cs, 0, informers.WithNamespace(r.ns))
-	inf := factory.Apps().V1().Deployments().Informer()
-	// Keep only what is measured, so that 10,000 children cost little memory.
-	if err := inf.SetTransform(slimDeployment); err != nil {
-		return nil, fmt.Errorf("setting the informer transform: %w", err)
+	// slimDeployment keeps only what is measured, so that 10,000 children cost little memory.
+	stop, err := runInformer(ctx, factory, factory.Apps().V1().Deployments().Informer(), slimDeployment, r.tracker.set, r.tracker.remove)
+	if err != nil {
+		return nil, fmt.Errorf("deployments: %w", err)
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.tracker.set(obj) },
-		UpdateFunc: func(_, obj any) { r.tracker.set(obj) },
-		DeleteFunc: r.tracker.remove,
-	}); err != nil {
-		return nil, fmt.Errorf("adding the informer handler: %w", err)
-	}
-	stop := make(chan struct{})
-	factory.Start(stop)
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		close(stop)
-		return nil, errors.New("the Deployment informer did not sync")
-	}
-	return func() { close(stop); factory.Shutdown() }, nil
+	return stop, nil
 }
 
 func slimDeployment(obj any) (any, error) {

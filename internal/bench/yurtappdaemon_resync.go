@@ -2,22 +2,14 @@ package bench
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
@@ -45,7 +37,6 @@ import (
 // without them, after a fixed 15 s.
 
 var (
-	mutatingVerbs   = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
 	countedResource = []string{"deployments", "statefulsets", "controllerrevisions", "yurtappdaemons", "uniteddaemonsets", "nodepools"}
 	// notDroverWrites are counted but written only by kube-controller-manager.
 	notDroverWrites = []string{"PUT deployments/status", "PUT statefulsets/status", "PATCH deployments/status", "PATCH statefulsets/status"}
@@ -158,270 +149,37 @@ func (r *yadRun) waitReconciles(ctx context.Context, mm *metricsScraper, before,
 // quiesce waits until the counted writes (kube-controller-manager's included) have not moved for quiet. With
 // verbose, it prints its progress.
 func (r *yadRun) quiesce(ctx context.Context, quiet, deadline time.Duration, verbose bool) error {
-	start, lastLog := time.Now(), time.Now()
-	var first, last map[string]float64
-	lastChange := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, deadline, true, func(ctx context.Context) (bool, error) {
-		cur, err := r.apiserverWrites(ctx)
-		if err != nil {
-			return false, nil //nolint:nilerr // retried until the timeout
-		}
-		if first == nil {
-			first = cur
-		}
-		if verbose && time.Since(lastLog) >= 30*time.Second {
-			lastLog = time.Now()
-			r.logf("waiting for the API writes to come to rest: since %s ago: %s", time.Since(start).Round(time.Second), writeCounts(subtractCounts(cur, first)))
-		}
-		if !equalCounts(cur, last) {
-			last, lastChange = cur, time.Now()
-			return false, nil
-		}
-		return time.Since(lastChange) >= quiet, nil
-	})
+	start := time.Now()
+	var progress func(time.Duration, map[string]float64)
 	if verbose {
-		r.logf("API writes at rest after %s: %s", time.Since(start).Round(time.Second), writeCounts(subtractCounts(last, first)))
+		progress = func(since time.Duration, delta map[string]float64) {
+			r.logf("waiting for the API writes to come to rest: since %s ago: %s", since.Round(time.Second), writeCounts(delta))
+		}
+	}
+	delta, err := waitWritesAtRest(ctx, r.apiserverWrites, quiet, deadline, progress)
+	if verbose {
+		r.logf("API writes at rest after %s: %s", time.Since(start).Round(time.Second), writeCounts(delta))
 	}
 	return err
 }
 
-// subtractCounts returns a - b by key.
-func subtractCounts(a, b map[string]float64) map[string]float64 {
-	d := map[string]float64{}
-	for k, v := range a {
-		d[k] = v - b[k]
-	}
-	return d
-}
-
-func equalCounts(a, b map[string]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-// apiserverWrites reads the kube-apiserver's /metrics and returns the counted writes by "VERB resource[/sub]".
+// apiserverWrites returns the kube-apiserver's counted writes of this scenario (countedResource).
 func (r *yadRun) apiserverWrites(ctx context.Context) (map[string]float64, error) {
-	raw, err := r.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the kube-apiserver's /metrics: %w", err)
-	}
-	counts := map[string]float64{}
-	for _, s := range parseMetrics(string(raw)) {
-		l := s.labels
-		if s.name != "apiserver_request_total" || l["dry_run"] != "" ||
-			!slices.Contains(mutatingVerbs, l["verb"]) || !slices.Contains(countedResource, l["resource"]) {
-			continue
-		}
-		key := l["verb"] + " " + l["resource"]
-		if l["subresource"] != "" {
-			key += "/" + l["subresource"]
-		}
-		counts[key] += s.value
-	}
-	return counts, nil
+	return apiserverWriteCounts(ctx, r.cs, countedResource)
 }
 
-// metricsScraper reads the manager's /metrics (HTTPS, bearer token).
-type metricsScraper struct {
-	url, token string
-	hc         *http.Client
-}
-
-func (m *metricsScraper) scrape(ctx context.Context) ([]metricSample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+m.token)
-	resp, err := m.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading the manager's metrics: %s", resp.Status)
-	}
-	return parseMetrics(string(body)), nil
-}
-
-// managerScraper returns a scraper of the manager's metrics, authenticated as a ServiceAccount of the run's
-// namespace bound to a ClusterRole that may get /metrics, and a cleanup. It returns nil (and logs why) when the
-// endpoint is not configured or cannot be read; the no-op step then uses a fixed window.
+// managerScraper returns a scraper of the manager's metrics and a cleanup. It returns nil (and logs why) when
+// the endpoint is not configured or cannot be read; the no-op step then uses a fixed window.
 func (r *yadRun) managerScraper(ctx context.Context) (*metricsScraper, func()) {
-	noop := func() {}
 	if r.cfg.managerMetrics == "" {
-		return nil, noop
+		return nil, func() {}
 	}
-	name := "drover-bench-metrics-" + r.id
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bench-metrics", Namespace: r.ns}}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: r.ns}},
-	}
-	cleanup := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = r.c.Delete(ctx, binding)
-		_ = r.c.Delete(ctx, role)
-	}
-	for _, o := range []client.Object{sa, role, binding} {
-		if err := r.c.Create(ctx, o); err != nil {
-			r.logf("cannot read the manager's metrics (creating %s: %v); using a fixed window", o.GetName(), err)
-			return nil, cleanup
-		}
-	}
-	tr, err := r.cs.CoreV1().ServiceAccounts(r.ns).CreateToken(ctx, sa.Name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	m, cleanup, err := newManagerScraper(ctx, r.c, r.cs, r.cfg.managerMetrics, r.ns, "drover-bench-metrics-"+r.id)
 	if err != nil {
-		r.logf("cannot read the manager's metrics (token: %v); using a fixed window", err)
-		return nil, cleanup
-	}
-	m := &metricsScraper{
-		url:   "https://" + r.cfg.managerMetrics + "/metrics",
-		token: tr.Status.Token,
-		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			// The manager listens on 127.0.0.1 with a self-signed serving certificate it generated itself.
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local endpoint, self-signed certificate
-		}},
-	}
-	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = m.scrape(ctx)
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		r.logf("cannot read the manager's metrics (%v); using a fixed window", lastErr)
-		return nil, cleanup
+		r.logf("cannot read the manager's metrics (%v); using a fixed window", err)
 	}
 	return m, cleanup
 }
-
-// metricSample is one line of the Prometheus text format.
-type metricSample struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
-
-// parseMetrics parses the Prometheus text exposition format; lines it cannot read are skipped.
-func parseMetrics(text string) []metricSample {
-	var out []metricSample
-	for line := range strings.SplitSeq(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s, ok := parseSample(line)
-		if ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func parseSample(line string) (metricSample, bool) {
-	s := metricSample{labels: map[string]string{}}
-	var rest string
-	if i := strings.IndexAny(line, "{ "); i < 0 {
-		return s, false
-	} else if line[i] == '{' {
-		s.name = line[:i]
-		var ok bool
-		if rest, ok = parseLabels(line[i+1:], s.labels); !ok {
-			return s, false
-		}
-	} else {
-		s.name, rest = line[:i], line[i:]
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return s, false
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil {
-		return s, false
-	}
-	s.value = v
-	return s, true
-}
-
-// parseLabels reads `k="v",k2="v2"}` into labels and returns what follows the closing brace.
-func parseLabels(in string, labels map[string]string) (string, bool) {
-	for {
-		in = strings.TrimLeft(in, " ,")
-		if in == "" {
-			return "", false
-		}
-		if in[0] == '}' {
-			return in[1:], true
-		}
-		eq := strings.IndexByte(in, '=')
-		if eq < 0 || len(in) < eq+2 || in[eq+1] != '"' {
-			return "", false
-		}
-		key := strings.TrimSpace(in[:eq])
-		var val strings.Builder
-		i := eq + 2
-		for ; i < len(in) && in[i] != '"'; i++ {
-			if in[i] == '\\' && i+1 < len(in) {
-				i++
-				switch in[i] {
-				case 'n':
-					val.WriteByte('\n')
-				default:
-					val.WriteByte(in[i])
-				}
-				continue
-			}
-			val.WriteByte(in[i])
-		}
-		if i >= len(in) {
-			return "", false
-		}
-		labels[key] = val.String()
-		in = in[i+1:]
-	}
-}
-
-// sumSamples adds the values of the samples called name whose labels include match.
-func sumSamples(samples []metricSample, name string, match map[string]string) float64 {
-	var sum float64
-	for _, s := range samples {
-		if s.name != name {
-			continue
-		}
-		ok := true
-		for k, v := range match {
-			if s.labels[k] != v {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			sum += s.value
-		}
-	}
-	return sum
-}
-
-// droverFieldManager is the field manager of the children's applies (YC-22).
-const droverFieldManager = "drover-yurtappdaemon"
 
 // creationWrites reports the writes to child Deployments per child created so far (fan-out and new pools;
 // kube-controller-manager's status writes excluded) and how many children still have fields under the
