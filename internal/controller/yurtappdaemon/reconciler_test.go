@@ -3,6 +3,7 @@ package yurtappdaemon
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -469,4 +470,22 @@ func TestInvalidSpecTouchesNothing(t *testing.T) {
 			t.Errorf("templateType = %q, want empty", st.TemplateType)
 		}
 	})
+}
+
+// TestWarningEventsGiveCounts: a warning event says how many pools or names it concerns before listing
+// them (§7).
+func TestWarningEventsGiveCounts(t *testing.T) {
+	k := ownerKindCases[0]
+	f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(),
+		pool("bad.pool.name-", edgeLabels).Obj(), pool("worse.pool.name-", edgeLabels).Obj()}, interceptor.Funcs{})
+	f.mustReconcile()
+	var msg string
+	for len(f.events.Events) > 0 {
+		if e := <-f.events.Events; strings.Contains(e, ReasonInvalidNodePoolName) {
+			msg = e
+		}
+	}
+	if !strings.Contains(msg, "Skipped 2 NodePool(s)") || !strings.Contains(msg, "bad.pool.name-, worse.pool.name-") {
+		t.Errorf("InvalidNodePoolName event %q lacks the count and the names", msg)
+	}
 }

@@ -142,17 +142,29 @@ func messagesOf(failures []failure, reasons ...string) string {
 	return strings.Join(msgs, "; ")
 }
 
+// stoppedEarly sets c for a pass that stopped before its actions (§4.2 steps 2–4: invalid spec, revision or
+// pool read failed), whose first failure says why, and reports whether it did.
+func stoppedEarly(c *metav1.Condition, p *pass, failures []failure) bool {
+	switch {
+	case len(p.invalid) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, openyurtv1alpha1.ReasonInvalidSpec
+	case p.revisionErr != nil:
+		c.Status, c.Reason = metav1.ConditionUnknown, openyurtv1alpha1.ReasonRevisionFailed
+	case p.poolsErr != nil:
+		c.Status, c.Reason = metav1.ConditionUnknown, openyurtv1alpha1.ReasonNodePoolListFailed
+	default:
+		return false
+	}
+	c.Message = failures[0].message
+	return true
+}
+
 // provisionedCondition is WorkLoadProvisioned: every eligible pool has exactly one child and nothing awaits
 // deletion.
 func provisionedCondition(p *pass, failures []failure) metav1.Condition {
 	c := metav1.Condition{Type: openyurtv1alpha1.WorkLoadProvisioned}
 	switch {
-	case len(p.invalid) > 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, openyurtv1alpha1.ReasonInvalidSpec, failures[0].message
-	case p.revisionErr != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, openyurtv1alpha1.ReasonRevisionFailed, failures[0].message
-	case p.poolsErr != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, openyurtv1alpha1.ReasonNodePoolListFailed, failures[0].message
+	case stoppedEarly(&c, p, failures):
 	case len(p.nameConflicts) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, openyurtv1alpha1.ReasonNameConflict
 		c.Message = messagesOf(failures, openyurtv1alpha1.ReasonNameConflict, openyurtv1alpha1.ReasonCreateFailed,
@@ -201,12 +213,7 @@ func (p *pass) unprovisioned() string {
 func updatedCondition(p *pass, failures []failure) metav1.Condition {
 	c := metav1.Condition{Type: openyurtv1alpha1.WorkLoadUpdated}
 	switch {
-	case len(p.invalid) > 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, openyurtv1alpha1.ReasonInvalidSpec, failures[0].message
-	case p.revisionErr != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, openyurtv1alpha1.ReasonRevisionFailed, failures[0].message
-	case p.poolsErr != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, openyurtv1alpha1.ReasonNodePoolListFailed, failures[0].message
+	case stoppedEarly(&c, p, failures):
 	case hasFailure(failures, openyurtv1alpha1.ReasonRenderFailed):
 		c.Status, c.Reason = metav1.ConditionFalse, openyurtv1alpha1.ReasonRenderFailed
 		c.Message = messagesOf(failures, openyurtv1alpha1.ReasonRenderFailed, openyurtv1alpha1.ReasonUpdateFailed)

@@ -66,3 +66,15 @@ func conditionString(s string) string {
 	}
 	return "Unknown"
 }
+
+// objects returns pointers to the items of a typed list (shared with it, not copies).
+func objects[T any, P interface {
+	*T
+	client.Object
+}](items []T) []client.Object {
+	out := make([]client.Object, len(items))
+	for i := range items {
+		out[i] = P(&items[i])
+	}
+	return out
+}

@@ -28,15 +28,10 @@ func (deploymentAdapter) NewObject() client.Object { return &appsv1.Deployment{}
 func (deploymentAdapter) NewList() client.ObjectList { return &appsv1.DeploymentList{} }
 
 func (deploymentAdapter) Items(list client.ObjectList) []client.Object {
-	l, ok := list.(*appsv1.DeploymentList)
-	if !ok {
-		return nil
+	if l, ok := list.(*appsv1.DeploymentList); ok {
+		return objects(l.Items)
 	}
-	out := make([]client.Object, len(l.Items))
-	for i := range l.Items {
-		out[i] = &l.Items[i]
-	}
-	return out
+	return nil
 }
 
 func (deploymentAdapter) NameLimit() int { return DeploymentNameLimit }

@@ -39,15 +39,10 @@ func (statefulSetAdapter) NewObject() client.Object { return &appsv1.StatefulSet
 func (statefulSetAdapter) NewList() client.ObjectList { return &appsv1.StatefulSetList{} }
 
 func (statefulSetAdapter) Items(list client.ObjectList) []client.Object {
-	l, ok := list.(*appsv1.StatefulSetList)
-	if !ok {
-		return nil
+	if l, ok := list.(*appsv1.StatefulSetList); ok {
+		return objects(l.Items)
 	}
-	out := make([]client.Object, len(l.Items))
-	for i := range l.Items {
-		out[i] = &l.Items[i]
-	}
-	return out
+	return nil
 }
 
 func (statefulSetAdapter) NameLimit() int { return StatefulSetNameLimit }
