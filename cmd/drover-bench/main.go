@@ -33,8 +33,8 @@ func run() error {
 	owners := flag.Int("owners", 10, "YurtAppDaemons of the yurtappdaemon scenario, each selecting every pool.")
 	nodes := flag.Int("nodes", 12, "Fake nodes in the benchmark cluster.")
 	only := flag.String("scenarios", "", "Comma-separated scenario names to run; empty runs all.")
-	out := flag.String("out", ".local/bench", "Directory for the JSON reports.")
-	dir := flag.String("dir", ".local/bench-cluster", "State directory of the benchmark cluster.")
+	out := flag.String("out", ".local/bench", "Directory for the JSON reports (relative to the repository root unless absolute).")
+	dir := flag.String("dir", ".local/bench-cluster", "State directory of the benchmark cluster (relative to the repository root unless absolute).")
 	var managerArgs, kcmArgs repeated
 	flag.Var(&managerArgs, "manager-arg", "Extra drover-manager flag (--name=value); repeatable, e.g. --manager-arg=--pprof-bind-address=127.0.0.1:6060.")
 	flag.Var(&kcmArgs, "kcm-arg", "Extra kube-controller-manager flag (--name=value); repeatable.")
@@ -64,8 +64,8 @@ func run() error {
 	}
 	cluster, err := localcluster.Start(logr.NewContext(ctx, log), localcluster.Options{
 		RepoRoot:   root,
-		Dir:        filepath.Join(root, *dir),
-		Kubeconfig: filepath.Join(root, *dir, "kubeconfig"),
+		Dir:        inRepo(root, *dir),
+		Kubeconfig: filepath.Join(inRepo(root, *dir), "kubeconfig"),
 		Nodes:      *nodes,
 		Logger:     log,
 
@@ -96,7 +96,7 @@ func run() error {
 	rep := bench.Run(ctx, bench.Env{Config: cluster.Config, N: *n, Nodes: names, Log: os.Stdout}, scenarios)
 	fmt.Println()
 	bench.PrintTable(os.Stdout, rep)
-	path, err := bench.WriteJSON(filepath.Join(root, *out), rep)
+	path, err := bench.WriteJSON(inRepo(root, *out), rep)
 	if err != nil {
 		return err
 	}
@@ -129,3 +129,11 @@ type repeated []string
 
 func (r *repeated) String() string     { return strings.Join(*r, " ") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+// inRepo resolves a relative path flag against the repository root; an absolute one is kept.
+func inRepo(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
