@@ -380,7 +380,7 @@ func (tr *availabilityTracker) observe(ev watch.Event) {
 		un := !podAvailable(tr.pods[name])
 		if un {
 			n++
-			if !tr.unavailable[name] {
+			if !tr.unavailable[name] && !slices.Contains(tr.starts, name) {
 				tr.starts = append(tr.starts, name)
 			}
 		}
@@ -395,8 +395,10 @@ func (tr *availabilityTracker) Stop() {
 	<-tr.done
 }
 
-// Result returns the largest number of simultaneously unavailable pods and the order in which pods became
-// unavailable (a pod appears again for each separate outage).
+// Result returns the largest number of simultaneously unavailable pods and the order in which pods first
+// became unavailable. A pod counts once: its readiness can flap after an update (kwok, like a kubelet,
+// recomputes Ready when the restarted container and the gate change, in either order), and the specs catch a
+// repeated update through restart counts and UIDs instead.
 func (tr *availabilityTracker) Result() (maxUnavailable int, starts []string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()

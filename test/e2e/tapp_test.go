@@ -83,6 +83,8 @@ var _ = Describe("TApp", func() {
 		maxUnavailable, starts := tr.Result()
 		Expect(maxUnavailable).To(Equal(1), "maxUnavailable 1 (the default)")
 		Expect(starts).To(Equal([]string{pod("0"), pod("2")}))
+		Expect(eventReasons(tappEvents(Default, ns, name))).NotTo(ContainElement(tkestackv1.ReasonFailedUpdate),
+			"no in-place patch failed, so no gate went False a second time")
 		Expect(uids(pods)).To(Equal(created), "updated in place: same pods")
 		Expect(restarts(pods)).To(Equal(map[string]int32{"0": 1, "1": 0, "2": 1}))
 		for _, id := range []string{"0", "2"} {
