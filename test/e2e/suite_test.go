@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ var _ = BeforeSuite(func() {
 		Dir:           filepath.Join(root, ".local", "e2e", "cluster"),
 		Kubeconfig:    filepath.Join(root, ".local", "e2e", "kubeconfig"),
 		ManagerBinary: manager,
+		ManagerArgs:   managerArgs(),
 		Logger:        ctrllog.Log.WithName("localcluster"),
 	})
 	if err != nil {
@@ -93,3 +95,12 @@ var _ = AfterEach(func() {
 		AddReportEntry("cluster process failure", err.Error())
 	}
 })
+
+// managerArgs are the manager's extra flags: $DROVER_MANAGER_ARGS, or by default the debug log level, so that
+// the log of a failed run (its end is printed) shows every pass's plan (V(1)).
+func managerArgs() []string {
+	if v, ok := os.LookupEnv("DROVER_MANAGER_ARGS"); ok {
+		return strings.Fields(v)
+	}
+	return []string{"--zap-log-level=debug"}
+}
