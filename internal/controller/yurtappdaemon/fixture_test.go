@@ -215,6 +215,9 @@ func countingFuncs(w *writes, hooks interceptor.Funcs) interceptor.Funcs {
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			w.add("status", obj, obj.GetName())
+			if hooks.SubResourceUpdate != nil {
+				return hooks.SubResourceUpdate(ctx, c, sub, obj, opts...)
+			}
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	}

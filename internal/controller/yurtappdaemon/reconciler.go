@@ -236,7 +236,8 @@ func (r *Reconciler[T]) writeStatus(ctx context.Context, owner T, status openyur
 		return fmt.Errorf("copying %s %s", r.kind.gvk.Kind, owner.GetName())
 	}
 	*updated.DaemonStatus() = status
-	if err := r.Client.Status().Update(ctx, updated); err != nil {
+	// NotFound: the owner was deleted meanwhile; its delete ends the matter, and garbage collection the children.
+	if err := r.Client.Status().Update(ctx, updated); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing status of %s %s: %w", r.kind.gvk.Kind, owner.GetName(), err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -487,5 +488,19 @@ func TestWarningEventsGiveCounts(t *testing.T) {
 	}
 	if !strings.Contains(msg, "Skipped 2 NodePool(s)") || !strings.Contains(msg, "bad.pool.name-, worse.pool.name-") {
 		t.Errorf("InvalidNodePoolName event %q lacks the count and the names", msg)
+	}
+}
+
+// TestStatusOfAnOwnerDeletedMeanwhileIsNoError: the status write of an owner deleted during the pass finds it
+// gone; that is no error to retry.
+func TestStatusOfAnOwnerDeletedMeanwhileIsNoError(t *testing.T) {
+	k := ownerKindCases[0]
+	f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj()}, interceptor.Funcs{
+		SubResourceUpdate: func(_ context.Context, _ client.Client, _ string, obj client.Object, _ ...client.SubResourceUpdateOption) error {
+			return apierrors.NewNotFound(schema.GroupResource{Group: "apps.openyurt.io", Resource: "yurtappdaemons"}, obj.GetName())
+		},
+	})
+	if _, err := f.reconcile(); err != nil {
+		t.Errorf("reconcile: %v", err)
 	}
 }
