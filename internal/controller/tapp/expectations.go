@@ -67,6 +67,10 @@ func rvAtLeast(have, want string) bool {
 type appExpectations struct {
 	uid  types.UID
 	byID map[int]*expectation
+	// gone remembers the pods seen deleted, with when: a pod deleted right after its create (by someone
+	// else) can be seen deleted before the pass that created it records its expectation, which would then
+	// wait for a pod that never comes until ExpectationTTL.
+	gone map[types.UID]time.Time
 }
 
 // expectations holds the pending expectations of every TApp. Reconciles of one TApp never run
@@ -85,17 +89,23 @@ func newExpectations() *expectations {
 func (e *expectations) of(key types.NamespacedName, uid types.UID) *appExpectations {
 	a := e.apps[key]
 	if a == nil || a.uid != uid {
-		a = &appExpectations{uid: uid, byID: map[int]*expectation{}}
+		a = &appExpectations{uid: uid, byID: map[int]*expectation{}, gone: map[types.UID]time.Time{}}
 		e.apps[key] = a
 	}
 	return a
 }
 
-// expect records an expectation for an id, replacing an older one.
+// expect records an expectation for an id, replacing an older one. An expectation about a pod already seen
+// deleted is satisfied at once: only the older one is dropped.
 func (e *expectations) expect(key types.NamespacedName, appUID types.UID, id int, x *expectation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.of(key, appUID).byID[id] = x
+	a := e.of(key, appUID)
+	if _, gone := a.gone[x.uid]; gone && x.uid != "" {
+		delete(a.byID, id)
+		return
+	}
+	a.byID[id] = x
 }
 
 // pending checks the expectations of a TApp against the cached pods: satisfied and expired ones are
@@ -115,20 +125,30 @@ func (e *expectations) pending(key types.NamespacedName, appUID types.UID, cache
 	return out
 }
 
-// deletionObserved satisfies the expectations about a pod the informer saw deleted: whatever was expected
-// of it, the cache will not show it again.
-func (e *expectations) deletionObserved(key types.NamespacedName, podUID types.UID) {
+// deletionObserved satisfies the expectations about a pod the informer saw deleted (appUID is its TApp's):
+// whatever was expected of it, the cache will not show it again. The pod is remembered for ExpectationTTL,
+// for a pass that wrote it and has not recorded its expectation yet.
+func (e *expectations) deletionObserved(key types.NamespacedName, appUID, podUID types.UID, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a := e.apps[key]
-	if a == nil {
-		return
+	switch {
+	case a == nil:
+		a = e.of(key, appUID)
+	case a.uid != appUID:
+		return // a pod of an earlier TApp of that name: nothing of the current one is about it
 	}
 	for id, x := range a.byID {
 		if x.uid == podUID {
 			delete(a.byID, id)
 		}
 	}
+	for uid, at := range a.gone {
+		if now.Sub(at) >= ExpectationTTL {
+			delete(a.gone, uid)
+		}
+	}
+	a.gone[podUID] = now
 }
 
 // forget drops the expectations of a TApp that no longer exists.

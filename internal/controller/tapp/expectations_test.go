@@ -60,7 +60,7 @@ func TestExpectationsLifecycle(t *testing.T) {
 		t.Errorf("nextExpiry = %v, want %v", got, ExpectationTTL)
 	}
 	// The informer saw p1 deleted.
-	e.deletionObserved(key, "p1")
+	e.deletionObserved(key, testUID, "p1", t0)
 	if got := e.pending(key, testUID, running, t0); len(got) != 1 || got[0] == nil {
 		t.Errorf("pending after the deletion = %v, want only 0", got)
 	}
@@ -76,5 +76,32 @@ func TestExpectationsLifecycle(t *testing.T) {
 	e.forget(key)
 	if got := e.nextExpiry(key, t0); got != 0 {
 		t.Errorf("nextExpiry after forget = %v", got)
+	}
+}
+
+// TestDeletionSeenBeforeTheExpectation: a pod deleted by someone right after drover created it can be seen
+// deleted before the pass records its create expectation; that expectation must not wait for the pod until
+// the TTL (the instance would stay missing for five minutes).
+func TestDeletionSeenBeforeTheExpectation(t *testing.T) {
+	key := types.NamespacedName{Namespace: testNS, Name: testName}
+	e := newExpectations()
+	e.deletionObserved(key, testUID, "p0", t0)
+	e.expect(key, testUID, 0, &expectation{kind: expectCreate, uid: "p0", rv: "5", at: t0})
+	if got := e.pending(key, testUID, Pods{}, t0); len(got) != 0 {
+		t.Errorf("pending = %v, want none: the created pod is already gone", got)
+	}
+	// Other pods are not affected, and the memory of p0 ends with the TTL.
+	e.expect(key, testUID, 1, &expectation{kind: expectCreate, uid: "p1", rv: "5", at: t0})
+	if got := e.pending(key, testUID, Pods{}, t0); len(got) != 1 {
+		t.Errorf("pending = %v, want the expectation of p1", got)
+	}
+	// A pod of an earlier TApp of that name leaves the current TApp's expectations alone.
+	e.deletionObserved(key, "earlier-uid", "p1", t0)
+	if got := e.pending(key, testUID, Pods{}, t0); len(got) != 1 {
+		t.Errorf("pending = %v after an earlier TApp's pod went, want the expectation of p1", got)
+	}
+	e.deletionObserved(key, testUID, "p9", t0.Add(ExpectationTTL))
+	if _, ok := e.apps[key].gone["p0"]; ok {
+		t.Error("p0 is still remembered after the TTL")
 	}
 }

@@ -3,6 +3,7 @@ package tapp
 import (
 	"context"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,7 +46,7 @@ func (h podHandler) Delete(_ context.Context, e event.DeleteEvent, q queue) {
 		return
 	}
 	if ref := tappControllerRef(e.Object); ref != nil {
-		h.exp.deletionObserved(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: ref.Name}, e.Object.GetUID())
+		h.exp.deletionObserved(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: ref.Name}, ref.UID, e.Object.GetUID(), time.Now())
 	}
 	if req, ok := podTApp(e.Object); ok {
 		q.Add(req)
