@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -17,11 +19,8 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/controller/nodepool"
-	"github.com/drover-dev/drover/internal/controller/tapp"
-	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
+	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/scheme"
-	"github.com/drover-dev/drover/internal/webhook"
 )
 
 // Client-side rate limits. client-go's defaults (5 QPS, burst 10) would make a controller that creates a
@@ -47,55 +46,40 @@ type flags struct {
 	webhookPort            int
 	webhookCertDir         string
 	enableWebhooks         bool
-	manageNodePools        bool
-	nodePoolWorkers        int
-	syncNodeAttributes     bool
-	yadWorkers             int
-	yadMaxBatch            int
-	tappDeleteAfterFinish  bool
-	tappWorkers            int
-	tappWriteConcurrency   int
 	gracefulShutdownPeriod time.Duration
 }
 
-func parseFlags() (*flags, *zap.Options) {
+// addFlags registers the manager's own flags and those of every controller in registry on fs.
+func addFlags(fs *flag.FlagSet, registry []*kit.Controller) *flags {
 	f := &flags{}
+	fs.StringVar(&f.controllers, "controllers", "*",
+		"Comma-separated controllers to run, or * for all: "+strings.Join(kit.Names(registry), ", ")+
+			". An unknown name stops start-up; a controller whose CRD is not served is skipped with one log line.")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true,
+		"Elect a leader through the Lease drover-manager.drover.dev so only one replica reconciles.")
+	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "drover-system", "Namespace of the leader-election Lease.")
+	fs.Float64Var(&f.qps, "kube-api-qps", defaultQPS,
+		"Client-side queries per second to the API server (client-go's 5 would make a thousand-child rollout wait on itself; API Priority and Fairness protects the server).")
+	fs.IntVar(&f.burst, "kube-api-burst", defaultBurst, "Client-side burst of requests to the API server.")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
+	fs.BoolVar(&f.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "",
+		"Address of Go's /debug/pprof endpoints, unauthenticated (bind it to 127.0.0.1); empty or 0 disables them.")
+	fs.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
+	fs.StringVar(&f.webhookHost, "webhook-host", "", "Address the webhook server binds to; empty means all interfaces.")
+	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server (TLS).")
+	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Directory holding tls.crt and tls.key for the webhook server.")
+	fs.DurationVar(&f.gracefulShutdownPeriod, "graceful-shutdown-timeout", 30*time.Second,
+		"How long to wait for running reconciles to finish on SIGTERM.")
+	kit.AddFlags(fs, registry)
+	return f
+}
+
+func parseFlags(registry []*kit.Controller) (*flags, *zap.Options) {
 	// --kubeconfig is registered by controller-runtime's config package and read by ctrl.GetConfig:
 	// a path to a kubeconfig; without it, $KUBECONFIG, the in-cluster configuration or ~/.kube/config.
-	flag.StringVar(&f.controllers, "controllers", "*",
-		"Comma-separated controllers to run, or * for all: nodepool, yurtappdaemon, uniteddaemonset, tapp, persistentpodstate, stagedbindingpolicy.")
-	flag.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader through a Lease so only one replica reconciles.")
-	flag.StringVar(&f.leaderElectionNS, "leader-election-namespace", "drover-system", "Namespace of the leader-election Lease.")
-	flag.Float64Var(&f.qps, "kube-api-qps", defaultQPS, "Client-side queries per second to the API server.")
-	flag.IntVar(&f.burst, "kube-api-burst", defaultBurst, "Client-side burst of requests to the API server.")
-	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
-	flag.BoolVar(&f.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
-	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
-	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "",
-		"Address of Go's /debug/pprof endpoints, unauthenticated (bind it to 127.0.0.1); empty or 0 disables them.")
-	flag.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
-	flag.StringVar(&f.webhookHost, "webhook-host", "", "Address the webhook server binds to; empty means all interfaces.")
-	flag.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
-	flag.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Directory holding tls.crt and tls.key for the webhook server.")
-	flag.BoolVar(&f.manageNodePools, "manage-nodepools", true,
-		"Run the NodePool controller and webhooks. Set false next to OpenYurt's yurt-manager.")
-	flag.IntVar(&f.nodePoolWorkers, "nodepool-workers", 3, "Concurrent NodePool reconciles.")
-	flag.BoolVar(&f.syncNodeAttributes, "nodepool-sync-node-attributes", true,
-		"Propagate NodePool labels, annotations and taints to member nodes.")
-	// The spec's default is 3. A new NodePool concerns every owner that selects it, and each owner's pass ends
-	// with a status write of up to 150 KB at the scale target; with 3 workers, 10 owners queue behind each
-	// other's status writes and the new pool waited 1.1-1.5 s (p99) for its 10 children, with 10 workers
-	// 0.2 s (docs/yurtappdaemon.md, "Scale").
-	flag.IntVar(&f.yadWorkers, "yurtappdaemon-workers", 10, "Concurrent reconciles of each of YurtAppDaemon and UnitedDaemonSet.")
-	flag.IntVar(&f.yadMaxBatch, "yurtappdaemon-max-batch", 32,
-		"Most concurrent child creates, updates or deletes of one YurtAppDaemon pass (slow-start batches).")
-	flag.BoolVar(&f.tappDeleteAfterFinish, "tapp-delete-pod-after-app-finish", true,
-		"Delete the pods of finished TApp instances once the whole TApp has finished (default of spec.deletePodAfterAppFinish).")
-	flag.IntVar(&f.tappWorkers, "tapp-concurrent-reconciles", 5, "Concurrent TApp reconciles.")
-	flag.IntVar(&f.tappWriteConcurrency, "tapp-pod-write-concurrency", tapp.DefaultPodWriteConcurrency,
-		"Most pod and PVC writes of one TApp pass in flight at once.")
-	flag.DurationVar(&f.gracefulShutdownPeriod, "graceful-shutdown-timeout", 30*time.Second,
-		"How long to wait for running reconciles to finish on SIGTERM.")
+	f := addFlags(flag.CommandLine, registry)
 	zopts := &zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -110,11 +94,12 @@ func main() {
 }
 
 func run() error {
-	f, zopts := parseFlags()
+	registry := controller.Registry()
+	f, zopts := parseFlags(registry)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zopts)))
 	log := ctrl.Log.WithName("setup")
 
-	enabled, err := controller.ParseControllers(f.controllers)
+	enabled, err := controller.ParseControllers(f.controllers, registry)
 	if err != nil {
 		return err
 	}
@@ -146,31 +131,16 @@ func run() error {
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir, TLSOpts: []func(*tls.Config){noHTTP2},
 		}),
-		Controller: config.Controller{RecoverPanic: ptrTo(true)},
+		Controller: config.Controller{RecoverPanic: ptr.To(true)},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
-	started, err := controller.Setup(ctx, mgr, controller.Options{
-		Enabled:         enabled,
-		ManageNodePools: f.manageNodePools,
-		NodePool:        nodepool.Options{Workers: f.nodePoolWorkers, SyncNodeAttributes: f.syncNodeAttributes},
-		YurtAppDaemon:   yurtappdaemon.Options{Workers: f.yadWorkers, MaxBatch: f.yadMaxBatch},
-		TApp: tapp.Options{
-			DeletePodAfterAppFinish: f.tappDeleteAfterFinish,
-			ConcurrentReconciles:    f.tappWorkers,
-			PodWriteConcurrency:     f.tappWriteConcurrency,
-		},
-	})
+	started, err := controller.Setup(ctx, mgr, registry, enabled, f.enableWebhooks)
 	if err != nil {
 		return err
-	}
-	if f.enableWebhooks {
-		if err := webhook.Setup(mgr, started); err != nil {
-			return err
-		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
@@ -189,5 +159,3 @@ func run() error {
 	}
 	return nil
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,27 +16,28 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
-	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/scheme"
 )
 
 func TestParseControllers(t *testing.T) {
+	all := []string{"nodepool", "yurtappdaemon", "uniteddaemonset", "tapp"}
 	cases := map[string]struct {
 		value   string
 		want    []string
 		wantErr bool
 	}{
-		"empty means all":      {value: "", want: Names},
-		"star means all":       {value: "*", want: Names},
-		"a list":               {value: "nodepool, tapp", want: []string{NodePool, TApp}},
-		"blank items ignored":  {value: "nodepool,,", want: []string{NodePool}},
+		"empty means all":      {value: "", want: all},
+		"star means all":       {value: "*", want: all},
+		"a list":               {value: "nodepool, tapp", want: []string{"nodepool", "tapp"}},
+		"blank items ignored":  {value: "nodepool,,", want: []string{"nodepool"}},
 		"unknown name":         {value: "nodepool,daemonset", wantErr: true},
 		"case matters":         {value: "NodePool", wantErr: true},
-		"alias kind by itself": {value: "uniteddaemonset", want: []string{UnitedDaemonSet}},
+		"alias kind by itself": {value: "uniteddaemonset", want: []string{"uniteddaemonset"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ParseControllers(tc.value)
+			got, err := ParseControllers(tc.value, Registry())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("ParseControllers(%q) error = %v, wantErr %v", tc.value, err, tc.wantErr)
 			}
@@ -56,7 +58,7 @@ func TestSetupSkipsWhatCannotRun(t *testing.T) {
 		manageNodePools bool
 		want            []string
 	}{
-		"served and managed":           {served: []schema.GroupVersionKind{nodePoolGVK}, manageNodePools: true, want: []string{NodePool}},
+		"served and managed":           {served: []schema.GroupVersionKind{nodePoolGVK}, manageNodePools: true, want: []string{"nodepool"}},
 		"CRD not served":               {manageNodePools: true, want: nil},
 		"managed elsewhere (OpenYurt)": {served: []schema.GroupVersionKind{nodePoolGVK}, manageNodePools: false, want: nil},
 		"neither served nor managed":   {manageNodePools: false, want: nil},
@@ -78,11 +80,11 @@ func TestSetupSkipsWhatCannotRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("creating manager: %v", err)
 			}
-			started, err := Setup(context.Background(), mgr, Options{
-				Enabled:         sets.New(Names...),
-				ManageNodePools: tc.manageNodePools,
-				NodePool:        nodepool.Options{Workers: 1, SyncNodeAttributes: true},
-			})
+			registry := Registry()
+			if err := registry[0].Flags.Set("manage-nodepools", strconv.FormatBool(tc.manageNodePools)); err != nil {
+				t.Fatal(err)
+			}
+			started, err := Setup(context.Background(), mgr, registry, sets.New(kit.Names(registry)...), true)
 			if err != nil {
 				t.Fatalf("Setup: %v", err)
 			}

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
-	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
 )
 
 // +kubebuilder:webhook:path=/mutate-apps-openyurt-io-v1beta1-nodepool,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps.openyurt.io,resources=nodepools,verbs=create;update,versions=v1beta1,name=mnodepool.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
@@ -90,7 +90,7 @@ func (NodePoolValidator) ValidateUpdate(_ context.Context, oldPool, newPool *ope
 // membership index of the cache; if it cannot be read, the request is denied.
 func (v NodePoolValidator) ValidateDelete(ctx context.Context, pool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
 	var nodes corev1.NodeList
-	err := v.Reader.List(ctx, &nodes, client.MatchingFields{nodepool.IndexNodeMembership: pool.Name}, client.UnsafeDisableDeepCopy)
+	err := v.Reader.List(ctx, &nodes, client.MatchingFields{membership.IndexNodeMembership: pool.Name}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("reading the members of NodePool %s, so its deletion is denied: %w", pool.Name, err))
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
-	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
 	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/testutil"
 )
@@ -308,7 +308,7 @@ func TestNodePoolValidatorDelete(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.nodes...).WithInterceptorFuncs(tc.hooks)
-			b = index.WithIndexes(b, nodepool.Indexes())
+			b = index.WithIndexes(b, membership.Indexes())
 			_, err := NodePoolValidator{Reader: b.Build()}.ValidateDelete(context.Background(), pool)
 			if tc.wantAllowed {
 				if err != nil {

@@ -26,11 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/controller/nodepool"
-	"github.com/drover-dev/drover/internal/controller/tapp"
-	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
+	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/scheme"
-	droverwebhook "github.com/drover-dev/drover/internal/webhook"
 )
 
 var (
@@ -92,16 +89,12 @@ func startManager() {
 
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	cancelMgr = cancel
-	started, err := controller.Setup(ctx, mgr, controller.Options{
-		Enabled:         sets.New(controller.Names...),
-		ManageNodePools: true,
-		NodePool:        nodepool.Options{Workers: 3, SyncNodeAttributes: true},
-		YurtAppDaemon:   yurtappdaemon.Options{Workers: 3, MaxBatch: 32},
-		TApp:            tapp.Options{DeletePodAfterAppFinish: true, ConcurrentReconciles: 5, PodWriteConcurrency: 100},
-	})
+	// The registry with its flags' defaults, but the spec's 3 YurtAppDaemon workers.
+	registry := controller.Registry()
+	Expect(kit.SetFlag(registry, "yurtappdaemon-workers", "3")).To(Succeed())
+	started, err := controller.Setup(ctx, mgr, registry, sets.New(kit.Names(registry)...), true)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(started).To(ContainElement(controller.NodePool))
-	Expect(droverwebhook.Setup(mgr, started)).To(Succeed())
+	Expect(started).To(ConsistOf("nodepool", "yurtappdaemon", "uniteddaemonset", "tapp"))
 
 	mgrDone = make(chan error, 1)
 	go func() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -71,12 +73,12 @@ func enqueue(q queue, pools []string) {
 
 // poolsForNodeCreate: a new node concerns the pool it belongs to and the pool it asks to join.
 func poolsForNodeCreate(node *corev1.Node) []string {
-	return nonEmptyUnique(MembershipOf(node), DesiredPoolOf(node))
+	return nonEmptyUnique(membership.PoolOf(node), membership.DesiredPoolOf(node))
 }
 
 // poolsForNodeDelete: a deleted node concerns the pool it belonged to.
 func poolsForNodeDelete(node *corev1.Node) []string {
-	return nonEmptyUnique(MembershipOf(node))
+	return nonEmptyUnique(membership.PoolOf(node))
 }
 
 // poolsForNodeUpdate returns the pools an update concerns, or nothing for updates that change none of what the
@@ -86,8 +88,8 @@ func poolsForNodeDelete(node *corev1.Node) []string {
 //   - a node that belongs to no pool and asks to join one concerns that pool when its labels for either
 //     changed.
 func poolsForNodeUpdate(oldNode, newNode *corev1.Node, syncAttributes bool) []string {
-	membershipChanged := MembershipOf(oldNode) != MembershipOf(newNode)
-	desiredChanged := DesiredPoolOf(oldNode) != DesiredPoolOf(newNode)
+	membershipChanged := membership.PoolOf(oldNode) != membership.PoolOf(newNode)
+	desiredChanged := membership.DesiredPoolOf(oldNode) != membership.DesiredPoolOf(newNode)
 	relevant := membershipChanged || desiredChanged ||
 		IsNodeReady(oldNode) != IsNodeReady(newNode) ||
 		(syncAttributes && AttributesDiffer(oldNode, newNode))
@@ -95,10 +97,10 @@ func poolsForNodeUpdate(oldNode, newNode *corev1.Node, syncAttributes bool) []st
 		return nil
 	}
 	var joining string
-	if MembershipOf(newNode) == "" && (membershipChanged || desiredChanged) {
-		joining = DesiredPoolOf(newNode)
+	if membership.PoolOf(newNode) == "" && (membershipChanged || desiredChanged) {
+		joining = membership.DesiredPoolOf(newNode)
 	}
-	return nonEmptyUnique(MembershipOf(oldNode), MembershipOf(newNode), joining)
+	return nonEmptyUnique(membership.PoolOf(oldNode), membership.PoolOf(newNode), joining)
 }
 
 func nonEmptyUnique(names ...string) []string {

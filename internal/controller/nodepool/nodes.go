@@ -3,7 +3,9 @@ package nodepool
 import (
 	"context"
 	"fmt"
-	"sync"
+
+	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
+	"github.com/drover-dev/drover/internal/kit"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,8 +16,9 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 )
 
-// maxParallelNodePatches bounds the concurrent node patches of one reconcile (NP-4).
-const maxParallelNodePatches = 8
+// defaultNodeWriteConcurrency bounds the node patches of one pass in flight when
+// Reconciler.NodeWriteConcurrency is not set.
+const defaultNodeWriteConcurrency = 8
 
 // observation is what one reconcile reads from the cache. The nodes are shared with the cache: never modify
 // them, copy first.
@@ -114,32 +117,30 @@ type patchOutcome struct {
 	err    error
 }
 
-// patchNodes writes the changes, at most maxParallelNodePatches at a time.
+// patchNodes writes the changes, at most NodeWriteConcurrency at a time; every change is attempted.
 func (r *Reconciler) patchNodes(ctx context.Context, changes []nodeChange) []patchOutcome {
-	out := make([]patchOutcome, len(changes))
-	sem := make(chan struct{}, maxParallelNodePatches)
-	var wg sync.WaitGroup
-	for i := range changes {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			out[i] = r.patchNode(ctx, changes[i])
-		})
+	limit := r.NodeWriteConcurrency
+	if limit <= 0 {
+		limit = defaultNodeWriteConcurrency
 	}
-	wg.Wait()
+	attempts := kit.Run(ctx, kit.Executor{Max: limit}, changes, func(ctx context.Context, c nodeChange) (patchOutcome, error) {
+		return r.patchNode(ctx, c), nil
+	})
+	out := make([]patchOutcome, len(changes))
+	for i, a := range attempts {
+		out[i] = a.Out
+		if a.Err != nil { // a panic in the write
+			out[i] = patchOutcome{result: patchError, err: fmt.Errorf("patching node %s: %w", changes[i].base.Name, a.Err)}
+		}
+		nodePatches.WithLabelValues(out[i].result).Inc()
+	}
 	return out
 }
 
 // patchNode writes one change as a single merge patch of labels, annotations and taints, with the observed
 // resourceVersion as precondition: the node lifecycle controller edits taints too, and a lost update there
 // could drop its NoExecute taint.
-func (r *Reconciler) patchNode(ctx context.Context, c nodeChange) (o patchOutcome) {
-	defer func() {
-		if p := recover(); p != nil {
-			o = patchOutcome{result: patchError, err: fmt.Errorf("patching node %s: panic: %v", c.base.Name, p)}
-		}
-		nodePatches.WithLabelValues(o.result).Inc()
-	}()
+func (r *Reconciler) patchNode(ctx context.Context, c nodeChange) patchOutcome {
 	target := c.target.DeepCopy()
 	patch := client.MergeFromWithOptions(c.base, client.MergeFromWithOptimisticLock{})
 	err := r.Client.Patch(ctx, target, patch)
@@ -147,7 +148,7 @@ func (r *Reconciler) patchNode(ctx context.Context, c nodeChange) (o patchOutcom
 	case err == nil:
 		log := ctrl.LoggerFrom(ctx)
 		if c.join {
-			log.Info("Node joined pool", "node", klog.KObj(c.base), "nodepool", MembershipOf(target))
+			log.Info("Node joined pool", "node", klog.KObj(c.base), "nodepool", membership.PoolOf(target))
 		} else {
 			log.V(1).Info("Node attributes updated", "node", klog.KObj(c.base))
 		}
@@ -176,13 +177,13 @@ func (r *Reconciler) listNodes(ctx context.Context, index, value string) ([]*cor
 func (r *Reconciler) observe(ctx context.Context, poolName string) (observation, error) {
 	var obs observation
 	var err error
-	if obs.members, err = r.listNodes(ctx, IndexNodeMembership, poolName); err != nil {
+	if obs.members, err = r.listNodes(ctx, membership.IndexNodeMembership, poolName); err != nil {
 		return obs, err
 	}
 	if obs.joiners, err = r.joiners(ctx, poolName); err != nil {
 		return obs, err
 	}
-	if obs.stale, err = r.listNodes(ctx, IndexNodeStaleAttributes, StaleAttributesValue); err != nil {
+	if obs.stale, err = r.listNodes(ctx, membership.IndexNodeStaleAttributes, membership.StaleAttributesValue); err != nil {
 		return obs, err
 	}
 	return obs, nil
@@ -191,13 +192,13 @@ func (r *Reconciler) observe(ctx context.Context, poolName string) (observation,
 // joiners returns the nodes that ask to join the pool and belong to none. A membership label that is set is
 // never overwritten from the desired label (NP-3).
 func (r *Reconciler) joiners(ctx context.Context, poolName string) ([]*corev1.Node, error) {
-	desired, err := r.listNodes(ctx, IndexNodeDesiredPool, poolName)
+	desired, err := r.listNodes(ctx, membership.IndexNodeDesiredPool, poolName)
 	if err != nil {
 		return nil, err
 	}
 	var out []*corev1.Node
 	for _, n := range desired {
-		if MembershipOf(n) == "" {
+		if membership.PoolOf(n) == "" {
 			out = append(out, n)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
@@ -34,6 +36,8 @@ type Reconciler struct {
 	// SyncNodeAttributes propagates pool labels, annotations and taints to members and strips them from nodes
 	// that left a pool.
 	SyncNodeAttributes bool
+	// NodeWriteConcurrency bounds the node patches of one pass in flight (8 when not positive).
+	NodeWriteConcurrency int
 }
 
 // Reconcile is keyed by the pool name.
@@ -78,7 +82,7 @@ func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	stale, err := r.listNodes(ctx, IndexNodeStaleAttributes, StaleAttributesValue)
+	stale, err := r.listNodes(ctx, membership.IndexNodeStaleAttributes, membership.StaleAttributesValue)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

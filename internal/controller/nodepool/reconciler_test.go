@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
+
 	"github.com/drover-dev/drover/internal/index"
 
 	"github.com/google/go-cmp/cmp"
@@ -68,7 +70,7 @@ func newFixture(t *testing.T, sync bool, objs []client.Object, hooks interceptor
 	w := &writes{}
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&openyurtv1beta1.NodePool{})
-	b = index.WithIndexes(b, Indexes())
+	b = index.WithIndexes(b, membership.Indexes())
 	b = b.WithInterceptorFuncs(interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			if _, ok := obj.(*corev1.Node); ok {
@@ -434,10 +436,10 @@ func TestReconcileWriteFailures(t *testing.T) {
 }
 
 // TestReconcilePatchesInParallelBounded checks that a pool's nodes are patched concurrently, at most
-// maxParallelNodePatches at a time. Every patch waits until that many are in flight (or no more can come), so
+// defaultNodeWriteConcurrency at a time. Every patch waits until that many are in flight (or no more can come), so
 // a serial implementation never gets going and an unbounded one overshoots while the first wave runs.
 func TestReconcilePatchesInParallelBounded(t *testing.T) {
-	const total = 2*maxParallelNodePatches + 3
+	const total = 2*defaultNodeWriteConcurrency + 3
 	objs := []client.Object{testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Obj()}
 	for i := range total {
 		objs = append(objs, testutil.MakeNode(fmt.Sprintf("n%02d", i)).Pool("p").Obj())
@@ -464,7 +466,7 @@ func TestReconcilePatchesInParallelBounded(t *testing.T) {
 		started++
 		inflight++
 		peak = max(peak, inflight)
-		if inflight >= maxParallelNodePatches || started == total {
+		if inflight >= defaultNodeWriteConcurrency || started == total {
 			wave++
 			cond.Broadcast()
 		} else {
@@ -487,10 +489,10 @@ func TestReconcilePatchesInParallelBounded(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if timedOut {
-		t.Fatalf("patches never reached %d in flight: they are not run in parallel", maxParallelNodePatches)
+		t.Fatalf("patches never reached %d in flight: they are not run in parallel", defaultNodeWriteConcurrency)
 	}
-	if peak != maxParallelNodePatches {
-		t.Errorf("peak concurrent patches = %d, want %d", peak, maxParallelNodePatches)
+	if peak != defaultNodeWriteConcurrency {
+		t.Errorf("peak concurrent patches = %d, want %d", peak, defaultNodeWriteConcurrency)
 	}
 	if p, _, _ := f.writes.snapshot(); p != total {
 		t.Errorf("node patches = %d, want %d", p, total)

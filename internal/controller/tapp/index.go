@@ -1,7 +1,6 @@
 package tapp
 
 import (
-	"context"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +26,7 @@ const (
 	IndexTerminatingPodNode = "drover.dev/tapp-terminating-node"
 )
 
-// Indexes returns every index of this package. Production registers them through SetupIndexes; tests pass
+// Indexes returns every index of this package. The manager registers them from Controller; tests pass
 // them to fake.ClientBuilder.WithIndex.
 func Indexes() []index.Index {
 	return []index.Index{
@@ -35,11 +34,6 @@ func Indexes() []index.Index {
 		{Object: &corev1.Pod{}, Field: IndexOrphanPod, Extract: orphanPodValues},
 		{Object: &corev1.Pod{}, Field: IndexTerminatingPodNode, Extract: terminatingPodNodeValues},
 	}
-}
-
-// SetupIndexes registers the indexes with the manager's field indexer (its cache).
-func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	return index.Register(ctx, indexer, Indexes())
 }
 
 // tappControllerRef returns the pod's controller ownerReference when it names a TApp.

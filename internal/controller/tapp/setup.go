@@ -5,24 +5,44 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
+	"github.com/drover-dev/drover/internal/webhook"
 )
 
 // ControllerName is the name of the controller (--controllers, logs, metrics, event source).
 const ControllerName = "tapp"
 
-// Setup registers the TApp indexes and controller with the manager. The controller runs on the leader only
+// Controller describes the TApp controller to the manager.
+func Controller() *kit.Controller {
+	opts := &Options{}
+	fs := kit.NewFlagSet(ControllerName)
+	fs.IntVar(&opts.ConcurrentReconciles, "tapp-concurrent-reconciles", 5, "Concurrent TApp reconciles.")
+	fs.IntVar(&opts.PodWriteConcurrency, "tapp-pod-write-concurrency", DefaultPodWriteConcurrency,
+		"Most pod and PVC writes of one TApp pass in flight at once.")
+	fs.BoolVar(&opts.DeletePodAfterAppFinish, "tapp-delete-pod-after-app-finish", true,
+		"Delete the pods of finished TApp instances once the whole TApp has finished (default of spec.deletePodAfterAppFinish).")
+	return &kit.Controller{
+		Name:            ControllerName,
+		Kinds:           []schema.GroupVersionKind{tkestackv1.GroupVersion.WithKind("TApp")},
+		Flags:           fs,
+		Indexes:         Indexes(),
+		RegisterMetrics: RegisterMetrics,
+		Setup:           func(ctx context.Context, mgr manager.Manager) error { return Setup(ctx, mgr, *opts) },
+		Webhooks:        webhook.SetupTAppWebhook,
+	}
+}
+
+// Setup registers the TApp controller with the manager; the indexes of Indexes must be registered. The controller runs on the leader only
 // (controller-runtime's default). Every TApp update triggers a pass, status updates included (a user
 // removing a finished entry from status.statuses restarts it, §8); the echo of drover's own status write
 // is a pass that writes nothing (§15).
-func Setup(ctx context.Context, mgr manager.Manager, opts Options) error {
-	if err := SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
+func Setup(_ context.Context, mgr manager.Manager, opts Options) error {
 	r := NewReconciler(Config{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),

@@ -1,8 +1,6 @@
 package yurtappdaemon
 
 import (
-	"context"
-
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +20,7 @@ const IndexControllerUID = "drover.dev/controller-uid"
 // owner looks for orphans whenever a pool is added.
 const IndexPoolName = "drover.dev/pool-name"
 
-// Indexes returns every index of this package. Production registers them through SetupIndexes; tests pass
+// Indexes returns every index of this package. The manager registers them from Controllers; tests pass
 // them to fake.ClientBuilder.WithIndex.
 func Indexes() []index.Index {
 	return []index.Index{
@@ -32,12 +30,6 @@ func Indexes() []index.Index {
 		{Object: &appsv1.Deployment{}, Field: IndexPoolName, Extract: poolNameValues},
 		{Object: &appsv1.StatefulSet{}, Field: IndexPoolName, Extract: poolNameValues},
 	}
-}
-
-// SetupIndexes registers the indexes both owner kinds share with the manager's field indexer (its cache).
-// Call it once per manager.
-func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	return index.Register(ctx, indexer, Indexes())
 }
 
 // controllerUIDValues returns the UID of the object's controller ownerReference, if it has one.

@@ -5,6 +5,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/drover-dev/drover/internal/kit"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,14 +47,13 @@ func TestSetup(t *testing.T) {
 		t.Fatalf("creating manager: %v", err)
 	}
 	ctx := context.Background()
-	if err := SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-		t.Fatalf("SetupIndexes: %v", err)
+	started, err := kit.Start(ctx, mgr, Controllers(), sets.New(YurtAppDaemonControllerName, UnitedDaemonSetControllerName),
+		prometheus.NewRegistry(), false)
+	if err != nil {
+		t.Fatalf("kit.Start: %v", err)
 	}
-	if err := SetupYurtAppDaemon(ctx, mgr, Options{Workers: 2, MaxBatch: 8}); err != nil {
-		t.Fatalf("SetupYurtAppDaemon: %v", err)
-	}
-	if err := SetupUnitedDaemonSet(ctx, mgr, Options{}); err != nil {
-		t.Fatalf("SetupUnitedDaemonSet: %v", err)
+	if diff := cmp.Diff([]string{YurtAppDaemonControllerName, UnitedDaemonSetControllerName}, started); diff != "" {
+		t.Errorf("started (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,4 +1,4 @@
-package nodepool
+package membership
 
 import (
 	"context"
@@ -40,8 +40,8 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	return index.Register(ctx, indexer, Indexes())
 }
 
-// MembershipOf returns the pool a node belongs to, or "" if it belongs to none.
-func MembershipOf(node *corev1.Node) string {
+// PoolOf returns the pool a node belongs to, or "" if it belongs to none.
+func PoolOf(node *corev1.Node) string {
 	return node.Labels[openyurtv1beta1.LabelCurrentNodePool]
 }
 
@@ -53,15 +53,15 @@ func DesiredPoolOf(node *corev1.Node) string {
 // hasStaleAttributes reports whether a node holds pool attributes without belonging to a pool.
 func hasStaleAttributes(node *corev1.Node) bool {
 	_, recorded := node.Annotations[openyurtv1beta1.AnnotationPrevAttrs]
-	return recorded && MembershipOf(node) == ""
+	return recorded && PoolOf(node) == ""
 }
 
 func nodeMembershipValues(obj client.Object) []string {
 	node, ok := obj.(*corev1.Node)
-	if !ok || MembershipOf(node) == "" {
+	if !ok || PoolOf(node) == "" {
 		return nil
 	}
-	return []string{MembershipOf(node)}
+	return []string{PoolOf(node)}
 }
 
 func nodeDesiredPoolValues(obj client.Object) []string {

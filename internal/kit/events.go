@@ -1,0 +1,104 @@
+package kit
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+)
+
+// MaxNamesInMessage caps the object names a message lists; MaxMessageBytes caps a condition or event
+// message.
+const (
+	MaxNamesInMessage = 10
+	MaxMessageBytes   = 1024
+)
+
+// Events buffers the events of one pass so that they are emitted after its status write: a reader who sees
+// the event finds the status that explains it. The zero value is ready; not safe for concurrent use.
+type Events struct {
+	list []event
+}
+
+type event struct {
+	eventtype, reason, action string
+	related                   runtime.Object
+	note                      string
+}
+
+// Normal buffers a Normal event. related is the object the event is about besides the regarding one (a pod,
+// a node); nil for none.
+func (e *Events) Normal(reason, action string, related runtime.Object, format string, args ...any) {
+	e.add(corev1.EventTypeNormal, reason, action, related, format, args...)
+}
+
+// Warning buffers a Warning event.
+func (e *Events) Warning(reason, action string, related runtime.Object, format string, args ...any) {
+	e.add(corev1.EventTypeWarning, reason, action, related, format, args...)
+}
+
+func (e *Events) add(eventtype, reason, action string, related runtime.Object, format string, args ...any) {
+	if isNil(related) {
+		related = nil
+	}
+	note := Truncate(fmt.Sprintf(format, args...), MaxMessageBytes)
+	e.list = append(e.list, event{eventtype, reason, action, related, note})
+}
+
+// Len is the number of buffered events.
+func (e *Events) Len() int { return len(e.list) }
+
+// Reasons lists the reasons of the buffered events, in order (for tests and logs).
+func (e *Events) Reasons() []string {
+	out := make([]string, len(e.list))
+	for i, ev := range e.list {
+		out[i] = ev.reason
+	}
+	return out
+}
+
+// Emit records the buffered events on regarding and empties the buffer. A nil recorder drops them.
+func (e *Events) Emit(rec events.EventRecorder, regarding runtime.Object) {
+	if rec != nil {
+		for _, ev := range e.list {
+			rec.Eventf(regarding, ev.related, ev.eventtype, ev.reason, ev.action, "%s", ev.note)
+		}
+	}
+	e.list = nil
+}
+
+// NameList renders names sorted, at most MaxNamesInMessage of them, followed by "and N more".
+func NameList(names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= MaxNamesInMessage {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:MaxNamesInMessage], ", "), len(names)-MaxNamesInMessage)
+}
+
+// Truncate cuts s to at most n bytes without splitting a UTF-8 sequence, marking the cut with "...".
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "..."
+	cut := max(n-len(ellipsis), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// isNil reports whether an interface holds nil or a nil pointer (a typed nil must not reach the recorder).
+func isNil(obj runtime.Object) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

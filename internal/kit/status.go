@@ -1,0 +1,53 @@
+package kit
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WriteStatus makes want the status of obj, which was read from the cache and is not modified. It writes
+// nothing when equal(current, want) holds (equality.Semantic.DeepEqual when equal is nil), so a pass that
+// changes nothing makes no API call. Otherwise it updates the status subresource with obj's
+// resourceVersion, so a newer status is never overwritten: the write fails with a conflict instead.
+//
+// An update, not a merge patch: a patch costs the manager a diff of two documents and the API server a
+// patch application on top of the decoding and validation an update needs anyway, and large statuses
+// (one entry per pool or per instance) travel whole either way.
+//
+// An object deleted meanwhile (NotFound) is no error: its deletion ends the matter. It reports whether it
+// wrote.
+func WriteStatus[O client.Object, S any](ctx context.Context, c client.Client, obj O, status func(O) *S, want *S,
+	equal func(a, b *S) bool) (bool, error) {
+	if equal == nil {
+		equal = func(a, b *S) bool { return equality.Semantic.DeepEqual(a, b) }
+	}
+	if equal(status(obj), want) {
+		return false, nil
+	}
+	updated, ok := obj.DeepCopyObject().(O)
+	if !ok {
+		return false, fmt.Errorf("copying %s %s", kindOf(obj), client.ObjectKeyFromObject(obj))
+	}
+	*status(updated) = *want
+	if err := c.Status().Update(ctx, updated); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("writing status of %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
+	}
+	return true, nil
+}
+
+// kindOf names an object's Go type (typed objects read from the cache carry no kind).
+func kindOf(obj client.Object) string {
+	t := reflect.TypeOf(obj)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
