@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make verify: regenerate everything and fail if that changed any file, or if a generated file is not
-# tracked by git. Works on a dirty tree: it compares the tree before and after regeneration.
+# tracked by git, or if a tracked file cites something outside the repository (hack/outsiderefs).
+# Works on a dirty tree: it compares the tree before and after regeneration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +31,10 @@ untracked=$(git ls-files --others --exclude-standard -- "${generated[@]}")
 if [[ -n $untracked ]]; then
 	echo "verify: generated files not tracked by git:"
 	echo "$untracked"
+	status=1
+fi
+if ! go run ./hack/outsiderefs; then
+	echo "verify: the lines above cite documents outside the repository; state the rule itself instead"
 	status=1
 fi
 exit $status
