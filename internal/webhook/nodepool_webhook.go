@@ -25,9 +25,9 @@ import (
 // +kubebuilder:webhook:path=/mutate-apps-openyurt-io-v1beta1-nodepool,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps.openyurt.io,resources=nodepools,verbs=create;update,versions=v1beta1,name=mnodepool.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:path=/validate-apps-openyurt-io-v1beta1-nodepool,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.openyurt.io,resources=nodepools,verbs=create;update;delete,versions=v1beta1,name=vnodepool.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
 
-// SetupNodePoolWebhook registers the NodePool defaulting and validating webhooks (WH-14 … WH-16). It runs only
-// when the NodePool controller was set up, whose SetupIndexes registered the node membership index that the
-// delete rule reads from the manager's cache.
+// SetupNodePoolWebhook registers the NodePool defaulting and validating webhooks. It runs only when the
+// NodePool controller is set up, whose description has the manager register the node membership index that
+// the delete rule reads from the manager's cache.
 func SetupNodePoolWebhook(mgr manager.Manager) error {
 	err := ctrl.NewWebhookManagedBy(mgr, &openyurtv1beta1.NodePool{}).
 		WithDefaulter(NodePoolDefaulter{}).
@@ -42,7 +42,7 @@ func SetupNodePoolWebhook(mgr manager.Manager) error {
 
 var nodePoolGK = openyurtv1beta1.GroupVersion.WithKind("NodePool").GroupKind()
 
-// NodePoolDefaulter defaults NodePools on CREATE and UPDATE (WH-14).
+// NodePoolDefaulter defaults NodePools on CREATE and UPDATE.
 type NodePoolDefaulter struct{}
 
 var _ admission.Defaulter[*openyurtv1beta1.NodePool] = NodePoolDefaulter{}
@@ -54,7 +54,7 @@ func (NodePoolDefaulter) Default(_ context.Context, pool *openyurtv1beta1.NodePo
 	return nil
 }
 
-// DefaultNodePool applies WH-14 to pool.
+// DefaultNodePool applies the defaults of NodePoolDefaulter.Default to pool.
 func DefaultNodePool(pool *openyurtv1beta1.NodePool) {
 	if pool.Spec.Type == "" {
 		pool.Spec.Type = openyurtv1beta1.Edge
@@ -68,7 +68,8 @@ func DefaultNodePool(pool *openyurtv1beta1.NodePool) {
 	pool.Labels[openyurtv1beta1.LabelNodePoolType] = strings.ToLower(string(pool.Spec.Type))
 }
 
-// NodePoolValidator validates NodePools on CREATE and UPDATE (WH-15) and DELETE (WH-16).
+// NodePoolValidator validates the spec of NodePools on CREATE and UPDATE, and refuses to delete a pool that
+// still has members.
 type NodePoolValidator struct {
 	// Reader is the manager's cache, holding the node membership index.
 	Reader client.Reader
@@ -76,17 +77,17 @@ type NodePoolValidator struct {
 
 var _ admission.Validator[*openyurtv1beta1.NodePool] = NodePoolValidator{}
 
-// ValidateCreate applies WH-15.
+// ValidateCreate applies the rules of ValidateNodePool.
 func (NodePoolValidator) ValidateCreate(_ context.Context, pool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
 	return nil, invalid(pool, ValidateNodePool(pool, nil))
 }
 
-// ValidateUpdate applies WH-15 with the immutability rules.
+// ValidateUpdate applies the rules of ValidateNodePool with the immutability rules.
 func (NodePoolValidator) ValidateUpdate(_ context.Context, oldPool, newPool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
 	return nil, invalid(newPool, ValidateNodePool(newPool, oldPool))
 }
 
-// ValidateDelete applies WH-16: a pool with members cannot be deleted. The members are read through the
+// ValidateDelete refuses the deletion of a pool with members. The members are read through the
 // membership index of the cache; if it cannot be read, the request is denied.
 func (v NodePoolValidator) ValidateDelete(ctx context.Context, pool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
 	var nodes corev1.NodeList
@@ -118,9 +119,10 @@ var (
 	reservedLabelKeys = sets.New(openyurtv1beta1.LabelCurrentNodePool, openyurtv1beta1.LabelDesiredNodePool)
 )
 
-// ValidateNodePool returns every violation of WH-15 by newPool; oldPool is nil on CREATE. The rules drover adds
-// to OpenYurt's (the name, label, reserved-key and taint rules) are ratcheted: on UPDATE they are enforced only
-// when the field they check changed, so pools stored under OpenYurt stay editable.
+// ValidateNodePool returns every violation of the NodePool spec rules by newPool; oldPool is nil on CREATE.
+// The rules drover adds to OpenYurt's (the name, label, reserved-key and taint rules) are ratcheted: on
+// UPDATE they are enforced only when the field they check changed, so pools stored under OpenYurt stay
+// editable.
 func ValidateNodePool(newPool, oldPool *openyurtv1beta1.NodePool) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")

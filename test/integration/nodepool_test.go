@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/testutil"
@@ -206,23 +207,35 @@ var _ = Describe("NodePool", func() {
 			n := createNode(testutil.MakeNode(name("quiet-n1")).Pool(p.Name).Ready(true).Obj())
 			Eventually(poolStatus(p)).Should(HaveField("ReadyNodeNum", int32(1)))
 			Eventually(getNode(n)).Should(HaveField("Labels", HaveKeyWithValue("a", "b")))
+			// editLabels edits the node's labels and returns the resourceVersion of the edit.
+			editLabels := func(edit func(map[string]string)) string {
+				var rv string
+				Eventually(func() error {
+					cur := getNode(n)()
+					edit(cur.Labels)
+					err := k8sClient.Update(ctx, cur)
+					rv = cur.ResourceVersion
+					return err
+				}).Should(Succeed())
+				return rv
+			}
 
+			By("a label change on the member reconciles its pool: a pool label removed by hand comes back")
+			editLabels(func(l map[string]string) { delete(l, "a") })
+			Eventually(getNode(n)).Should(HaveField("Labels", HaveKeyWithValue("a", "b")))
+
+			By("a change that matters to nobody is reconciled and writes nothing")
 			poolRV := func() string {
 				cur := &openyurtv1beta1.NodePool{}
 				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), cur)).To(Succeed())
 				return cur.ResourceVersion
 			}
-			beforePool, beforeNode := poolRV(), getNode(n)().Labels
-			// A label on the pool object (not in spec) and a node change that matters to nobody.
-			Eventually(func() error {
-				cur := getNode(n)()
-				cur.Labels["unrelated"] = "x"
-				return k8sClient.Update(ctx, cur)
-			}).Should(Succeed())
-			nodeRV := getNode(n)().ResourceVersion
+			beforePool := poolRV()
+			passes := nodePoolReconciles()
+			nodeRV := editLabels(func(l map[string]string) { l["unrelated"] = "x" })
+			Eventually(nodePoolReconciles).Should(BeNumerically(">", passes), "no NodePool pass ran after the nudge")
 			Consistently(func() string { return getNode(n)().ResourceVersion }, "2s").Should(Equal(nodeRV))
 			Expect(poolRV()).To(Equal(beforePool))
-			Expect(beforeNode).To(HaveKeyWithValue("a", "b"))
 		})
 	})
 })
@@ -237,4 +250,24 @@ func causeFields(err error) []string {
 		}
 	}
 	return fields
+}
+
+// nodePoolReconciles returns how many passes the NodePool controller has run so far.
+func nodePoolReconciles() float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var total float64
+	for _, mf := range families {
+		if mf.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "nodepool" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }

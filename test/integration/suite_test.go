@@ -89,7 +89,7 @@ func startManager() {
 
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	cancelMgr = cancel
-	// The registry with its flags' defaults, but the spec's 3 YurtAppDaemon workers.
+	// The registry with its flags' defaults, but OpenYurt's 3 YurtAppDaemon workers (drover's default is 10).
 	registry := controller.Registry()
 	Expect(kit.SetFlag(registry, "yurtappdaemon-workers", "3")).To(Succeed())
 	started, err := controller.Setup(ctx, mgr, registry, sets.New(kit.Names(registry)...), true)

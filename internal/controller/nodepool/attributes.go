@@ -104,8 +104,8 @@ func DecodeAttributes(value string) (Attributes, error) {
 }
 
 // ConciliateNode returns a copy of node on which the attributes want replace those recorded in its
-// previous-attributes annotation (NP-4; with empty want it strips them, NP-5), and whether the copy differs
-// from node in labels, annotations or taints:
+// previous-attributes annotation (with empty want it strips them, as from a node that left its pool), and
+// whether the copy differs from node in labels, annotations or taints:
 //   - a recorded label or annotation that want no longer has is removed only if the node still holds the
 //     recorded value; every key of want is set, overwriting the node's value;
 //   - taints are identified by key and effect: a recorded taint that want no longer has is removed only if

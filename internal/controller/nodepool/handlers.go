@@ -18,7 +18,7 @@ import (
 )
 
 // poolPredicate lets through NodePool creates, deletes and updates that change the generation or start the
-// deletion (NP-2). The controller's own status writes change neither, so they do not retrigger it.
+// deletion. The controller's own status writes change neither, so they do not retrigger it.
 func poolPredicate() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldPool, okOld := e.ObjectOld.(*openyurtv1beta1.NodePool)
@@ -32,7 +32,7 @@ func poolUpdateRelevant(oldPool, newPool *openyurtv1beta1.NodePool) bool {
 		oldPool.DeletionTimestamp.IsZero() != newPool.DeletionTimestamp.IsZero()
 }
 
-// nodeHandler maps Node events to the pools they concern (NP-2).
+// nodeHandler maps Node events to the pools they concern.
 type nodeHandler struct {
 	// syncAttributes makes label, annotation and taint changes of a member enqueue its pool, so that
 	// attributes removed by hand are put back.

@@ -9,11 +9,11 @@ import (
 // Results of a node patch, the values of the label result of drover_nodepool_node_patches_total.
 const (
 	patchSuccess  = "success"
-	patchConflict = "conflict" // the node changed or vanished since it was read; the pool is requeued
+	patchConflict = "conflict" // the node changed or vanished since it was read; the pool is requeued with backoff
 	patchError    = "error"
 )
 
-// nodePatches counts the node patches of the NodePool controller (§7), by result.
+// nodePatches counts the node patches of the NodePool controller, by result.
 var nodePatches = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "drover_nodepool_node_patches_total",
 	Help: "Node patches (membership and pool attributes) made by the NodePool controller, by result.",

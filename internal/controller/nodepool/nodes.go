@@ -27,7 +27,7 @@ type observation struct {
 	members []*corev1.Node
 	// joiners ask to join the pool (desired label) and belong to no pool.
 	joiners []*corev1.Node
-	// stale carry pool attributes but belong to no pool (NP-5), whatever pool they left.
+	// stale carry pool attributes but belong to no pool, whatever pool they left.
 	stale []*corev1.Node
 }
 
@@ -40,9 +40,9 @@ type nodeChange struct {
 	invalidPrev error
 }
 
-// planNodeChanges computes the node writes of one pass (pure): joins (NP-3) and attribute propagation (NP-4)
-// unless the pool is being deleted, and the cleanup of nodes that left a pool (NP-5). Attribute work happens
-// only with sync. A node appears at most once; unchanged nodes are left out.
+// planNodeChanges computes the node writes of one pass (pure): joins and attribute propagation unless the
+// pool is being deleted, and the cleanup of nodes that left a pool. Attribute propagation happens only with
+// sync. A node appears at most once; unchanged nodes are left out.
 func planNodeChanges(pool *openyurtv1beta1.NodePool, obs observation, sync bool) []nodeChange {
 	p := planner{planned: make(map[string]bool)}
 	if pool.DeletionTimestamp.IsZero() {
@@ -52,7 +52,7 @@ func planNodeChanges(pool *openyurtv1beta1.NodePool, obs observation, sync bool)
 			p.members(pool, obs.members, want)
 		}
 	}
-	// NP-5 is not under the attribute-sync flag: nodes that left a pool lose what drover once wrote on them,
+	// The cleanup is not under the attribute-sync flag: nodes that left a pool lose what drover once wrote on them,
 	// also after the flag was turned off.
 	p.leavers(obs.stale)
 	return p.changes
@@ -103,7 +103,7 @@ func (p *planner) leavers(stale []*corev1.Node) {
 	}
 }
 
-// planLeavers computes the cleanup of nodes that left a pool, on its own (NP-5).
+// planLeavers computes the cleanup of nodes that left a pool, on its own.
 func planLeavers(stale []*corev1.Node) []nodeChange {
 	p := planner{planned: make(map[string]bool)}
 	p.leavers(stale)
@@ -189,8 +189,8 @@ func (r *Reconciler) observe(ctx context.Context, poolName string) (observation,
 	return obs, nil
 }
 
-// joiners returns the nodes that ask to join the pool and belong to none. A membership label that is set is
-// never overwritten from the desired label (NP-3).
+// joiners returns the nodes that ask to join the pool and belong to none: a membership label that is set is
+// never overwritten from the desired label.
 func (r *Reconciler) joiners(ctx context.Context, poolName string) ([]*corev1.Node, error) {
 	desired, err := r.listNodes(ctx, membership.IndexNodeDesiredPool, poolName)
 	if err != nil {

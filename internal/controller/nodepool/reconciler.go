@@ -2,11 +2,8 @@ package nodepool
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
-
-	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,21 +12,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
+	"github.com/drover-dev/drover/internal/kit"
 )
-
-// conflictRequeueDelay is how soon a pool is retried after a write lost a race (a conflict, or a node that
-// vanished): long enough for the cache to catch up.
-const conflictRequeueDelay = time.Second
 
 // +kubebuilder:rbac:groups=apps.openyurt.io,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.openyurt.io,resources=nodepools/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler reconciles one NodePool: nodes joining it (NP-3), its attributes on its members (NP-4), the
-// cleanup of nodes that left a pool (NP-5) and its status (NP-6).
+// Reconciler reconciles one NodePool: nodes asking to join it get its membership label, its members get its
+// attributes, nodes that left a pool lose the attributes drover wrote on them, and its status counts its
+// members.
 type Reconciler struct {
-	// Client reads from the manager's cache, with the indexes of SetupIndexes.
+	// Client reads from the manager's cache, with the indexes of membership.Indexes.
 	Client client.Client
 	// Recorder emits events.k8s.io events.
 	Recorder events.EventRecorder
@@ -38,29 +34,42 @@ type Reconciler struct {
 	SyncNodeAttributes bool
 	// NodeWriteConcurrency bounds the node patches of one pass in flight (8 when not positive).
 	NodeWriteConcurrency int
+	// Backoff spaces the retries of pools whose writes lose races; a fresh one when nil.
+	Backoff *kit.Backoff
+
+	initBackoff sync.Once
+}
+
+// pass is what one reconcile comes to: its outcome and the events it emits once its writes are done.
+type pass struct {
+	out    kit.Outcome
+	events eventsByObject
 }
 
 // Reconcile is keyed by the pool name.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var p pass
 	pool, err := r.getPool(ctx, req.Name)
-	if err != nil {
-		return ctrl.Result{}, err
+	switch {
+	case err != nil:
+		p.out.Error(err)
+	case pool == nil:
+		r.reconcileMissingPool(ctx, req.Name, &p)
+	default:
+		r.reconcilePool(ctx, pool, &p)
 	}
-	if pool == nil {
-		return r.reconcileMissingPool(ctx, req.Name)
-	}
-	obs, err := r.observe(ctx, pool.Name)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	changes := planNodeChanges(pool, obs, r.SyncNodeAttributes)
-	outcomes := r.patchNodes(ctx, changes)
+	p.events.emit(r.Recorder)
+	return r.backoff().Result(req.NamespacedName, &p.out)
+}
 
-	status := ComputeStatus(membersAfter(obs.members, changes, outcomes))
-	statusErr := r.writeStatus(ctx, pool, status)
-
-	r.emitNodeEvents(pool, changes, outcomes)
-	return result(append(outcomes, statusOutcome(statusErr)))
+// backoff returns the conflict backoff, creating it at first use.
+func (r *Reconciler) backoff() *kit.Backoff {
+	r.initBackoff.Do(func() {
+		if r.Backoff == nil {
+			r.Backoff = kit.NewBackoff()
+		}
+	})
+	return r.Backoff
 }
 
 // getPool reads the pool from the cache; nil means it does not exist.
@@ -75,26 +84,42 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*openyurtv1beta1
 	return pool, nil
 }
 
+// reconcilePool writes the node changes of an existing pool, then its status.
+func (r *Reconciler) reconcilePool(ctx context.Context, pool *openyurtv1beta1.NodePool, p *pass) {
+	obs, err := r.observe(ctx, pool.Name)
+	if err != nil {
+		p.out.Error(err)
+		return
+	}
+	changes := planNodeChanges(pool, obs, r.SyncNodeAttributes)
+	outcomes := r.patchNodes(ctx, changes)
+	p.recordPatches(pool, changes, outcomes)
+
+	status := ComputeStatus(membersAfter(obs.members, changes, outcomes))
+	_, err = kit.WriteStatus(ctx, r.Client, pool, poolStatus, &status, statusEqual)
+	p.out.Error(err)
+}
+
 // reconcileMissingPool handles a key whose pool does not exist: nodes asking to join it get a Warning
 // NodePoolNotFound (the pool's creation will trigger the join), and nodes that left a pool are still cleaned.
-func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string) (ctrl.Result, error) {
+func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string, p *pass) {
 	waiting, err := r.joiners(ctx, name)
 	if err != nil {
-		return ctrl.Result{}, err
+		p.out.Error(err)
+		return
 	}
 	stale, err := r.listNodes(ctx, membership.IndexNodeStaleAttributes, membership.StaleAttributesValue)
 	if err != nil {
-		return ctrl.Result{}, err
+		p.out.Error(err)
+		return
 	}
 	changes := planLeavers(stale)
-	outcomes := r.patchNodes(ctx, changes)
-	r.emitNodeEvents(nil, changes, outcomes)
+	p.recordPatches(nil, changes, r.patchNodes(ctx, changes))
 	for _, n := range waiting {
-		r.Recorder.Eventf(n, nil, corev1.EventTypeWarning, ReasonNodePoolNotFound, actionJoin,
+		p.events.on(n).Warning(ReasonNodePoolNotFound, actionJoin, nil,
 			"NodePool %s named by label %s does not exist; the node joins it once it is created",
 			name, openyurtv1beta1.LabelDesiredNodePool)
 	}
-	return result(outcomes)
 }
 
 // membersAfter returns the pool's members once the changes are written: the observed members plus the nodes
@@ -109,70 +134,32 @@ func membersAfter(members []*corev1.Node, changes []nodeChange, outcomes []patch
 	return out
 }
 
-// writeStatus writes the status through the status subresource, only if it changed, with the observed
-// resourceVersion as precondition.
-func (r *Reconciler) writeStatus(ctx context.Context, pool *openyurtv1beta1.NodePool, status openyurtv1beta1.NodePoolStatus) error {
-	if StatusEqual(pool.Status, status) {
-		return nil
-	}
-	updated := pool.DeepCopy()
-	updated.Status = status
-	patch := client.MergeFromWithOptions(pool, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, updated, patch); err != nil {
-		return fmt.Errorf("writing status of NodePool %s: %w", pool.Name, err)
-	}
-	return nil
-}
+// poolStatus and statusEqual give kit.WriteStatus the pool's status and its comparison.
+func poolStatus(pool *openyurtv1beta1.NodePool) *openyurtv1beta1.NodePoolStatus { return &pool.Status }
 
-// statusOutcome turns the status write error into an outcome like a node patch's.
-func statusOutcome(err error) patchOutcome {
-	switch {
-	case err == nil:
-		return patchOutcome{result: patchSuccess}
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-		return patchOutcome{result: patchConflict, err: err}
-	default:
-		return patchOutcome{result: patchError, err: err}
-	}
-}
+func statusEqual(a, b *openyurtv1beta1.NodePoolStatus) bool { return StatusEqual(*a, *b) }
 
-// emitNodeEvents emits, after the writes, Warning InvalidPreviousAttributes on each node whose annotation did
-// not decode and, on the pool, one Warning NodeSyncFailed naming the nodes whose patch failed.
-func (r *Reconciler) emitNodeEvents(pool *openyurtv1beta1.NodePool, changes []nodeChange, outcomes []patchOutcome) {
+// recordPatches folds the node patches into the pass: a lost race (a conflict, or a node that vanished since
+// it was read) requeues, an error is returned. It buffers a Warning InvalidPreviousAttributes on each node
+// whose annotation did not decode and, on the pool (nil: none), one Warning NodeSyncFailed naming the nodes
+// whose patch failed.
+func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChange, outcomes []patchOutcome) {
 	var failed []string
 	for i, c := range changes {
 		if c.invalidPrev != nil {
-			r.Recorder.Eventf(c.base, nil, corev1.EventTypeWarning, ReasonInvalidPreviousAttributes, actionSyncAttributes,
+			p.events.on(c.base).Warning(ReasonInvalidPreviousAttributes, actionSyncAttributes, nil,
 				"Annotation %s does not decode and was treated as empty: %v", openyurtv1beta1.AnnotationPrevAttrs, c.invalidPrev)
 		}
-		if outcomes[i].result == patchError {
+		switch outcomes[i].result {
+		case patchConflict:
+			p.out.Conflict()
+		case patchError:
+			p.out.Error(outcomes[i].err)
 			failed = append(failed, c.base.Name)
 		}
 	}
 	if len(failed) > 0 && pool != nil {
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, ReasonNodeSyncFailed, actionSyncAttributes,
-			"Patching %d node(s) failed: %s", len(failed), nameList(failed))
+		p.events.on(pool).Warning(ReasonNodeSyncFailed, actionSyncAttributes, nil,
+			"Patching %d node(s) failed: %s", len(failed), kit.NameList(failed))
 	}
-}
-
-// result turns the outcomes of a pass into its return: errors are returned (joined) so the pool is retried
-// with backoff; lost races only requeue, without an error log.
-func result(outcomes []patchOutcome) (ctrl.Result, error) {
-	var errs []error
-	conflict := false
-	for _, o := range outcomes {
-		switch o.result {
-		case patchError:
-			errs = append(errs, o.err)
-		case patchConflict:
-			conflict = true
-		}
-	}
-	if len(errs) > 0 {
-		return ctrl.Result{}, errors.Join(errs...)
-	}
-	if conflict {
-		return ctrl.Result{RequeueAfter: conflictRequeueDelay}, nil
-	}
-	return ctrl.Result{}, nil
 }

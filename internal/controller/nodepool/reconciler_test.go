@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/controller/nodepool/membership"
-
-	"github.com/drover-dev/drover/internal/index"
+	"github.com/drover-dev/drover/internal/kit"
 
 	"github.com/google/go-cmp/cmp"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
@@ -21,97 +20,32 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
-	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// writes counts the API writes a fixture's client received.
-type writes struct {
-	mu           sync.Mutex
-	nodePatches  int
-	statusWrites int
-	other        int
-}
-
-func (w *writes) add(field *int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	*field++
-}
-
-func (w *writes) snapshot() (nodePatches, statusWrites, other int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.nodePatches, w.statusWrites, w.other
-}
-
-func (w *writes) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.nodePatches, w.statusWrites, w.other = 0, 0, 0
-}
-
-// fixture is a Reconciler on a fake client built with the production indexes, counting writes.
+// fixture is a Reconciler on the shared fake client: the production indexes, every write counted.
 type fixture struct {
 	r      *Reconciler
-	client client.Client
-	writes *writes
+	fake   *testutil.FakeClient
 	events *events.FakeRecorder
 }
 
-// newFixture builds a fixture. patch, if set, replaces the node Patch call (to inject errors or block);
-// statusPatch likewise for status writes.
+// newFixture builds a fixture; hooks replace single client calls (to inject errors or block).
 func newFixture(t *testing.T, sync bool, objs []client.Object, hooks interceptor.Funcs) *fixture {
 	t.Helper()
-	w := &writes{}
-	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
-		WithStatusSubresource(&openyurtv1beta1.NodePool{})
-	b = index.WithIndexes(b, membership.Indexes())
-	b = b.WithInterceptorFuncs(interceptor.Funcs{
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			if _, ok := obj.(*corev1.Node); ok {
-				w.add(&w.nodePatches)
-			} else {
-				w.add(&w.other)
-			}
-			if hooks.Patch != nil {
-				return hooks.Patch(ctx, c, obj, p, opts...)
-			}
-			return c.Patch(ctx, obj, p, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add(&w.statusWrites)
-			if hooks.SubResourcePatch != nil {
-				return hooks.SubResourcePatch(ctx, c, sub, obj, p, opts...)
-			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			w.add(&w.other)
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			w.add(&w.other)
-			return c.Update(ctx, obj, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			w.add(&w.other)
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add(&w.other) // status must be patched, not updated
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
+	fc := testutil.NewFakeClient(testutil.FakeClientOptions{
+		Objects:           objs,
+		Indexes:           membership.Indexes(),
+		StatusSubresource: []client.Object{&openyurtv1beta1.NodePool{}},
+		Hooks:             hooks,
 	})
-	cl := b.Build()
 	rec := events.NewFakeRecorder(100)
 	return &fixture{
-		r:      &Reconciler{Client: cl, Recorder: rec, SyncNodeAttributes: sync},
-		client: cl, writes: w, events: rec,
+		r:    &Reconciler{Client: fc.Client, Recorder: rec, SyncNodeAttributes: sync, Backoff: kit.NewBackoff()},
+		fake: fc, events: rec,
 	}
 }
 
@@ -137,7 +71,7 @@ func (f *fixture) eventReasons() []string {
 func (f *fixture) node(t *testing.T, name string) *corev1.Node {
 	t.Helper()
 	n := &corev1.Node{}
-	if err := f.client.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+	if err := f.fake.Inner.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
 		t.Fatalf("getting node %s: %v", name, err)
 	}
 	return n
@@ -146,7 +80,7 @@ func (f *fixture) node(t *testing.T, name string) *corev1.Node {
 func (f *fixture) poolStatus(t *testing.T, name string) openyurtv1beta1.NodePoolStatus {
 	t.Helper()
 	p := &openyurtv1beta1.NodePool{}
-	if err := f.client.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+	if err := f.fake.Inner.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
 		t.Fatalf("getting pool %s: %v", name, err)
 	}
 	return p.Status
@@ -252,7 +186,8 @@ func TestReconcile(t *testing.T) {
 			wantStatus:       &openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"a"}},
 			wantStatusWrites: 1,
 		},
-		// NP-5 is not under the flag: what drover once wrote on a node that left is still removed.
+		// The cleanup of nodes that left a pool is not under the flag: what drover once wrote on them is
+		// still removed.
 		"without attribute sync: joins and leavers, members untouched": {
 			objs: []client.Object{east().Obj(), member("a").Obj(), testutil.MakeNode("j").DesiredPool("east").Obj(),
 				testutil.MakeNode("gone").Annotations(map[string]string{prevKey: eastPrev}).Obj()},
@@ -320,19 +255,24 @@ func TestReconcile(t *testing.T) {
 			if diff := cmp.Diff(tc.wantEvents, f.eventReasons()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
-			gotPatches, gotStatus, gotOther := f.writes.snapshot()
-			if gotPatches != tc.wantNodePatches || gotStatus != tc.wantStatusWrites || gotOther != 0 {
-				t.Errorf("writes: node patches %d, status writes %d, other %d; want %d, %d, 0",
-					gotPatches, gotStatus, gotOther, tc.wantNodePatches, tc.wantStatusWrites)
+			want := map[string]int{}
+			if tc.wantNodePatches > 0 {
+				want["patch Node"] = tc.wantNodePatches
+			}
+			if tc.wantStatusWrites > 0 {
+				want["status-update NodePool"] = tc.wantStatusWrites
+			}
+			if diff := cmp.Diff(want, f.fake.Writes.Take()); diff != "" {
+				t.Errorf("writes (-want +got):\n%s", diff)
 			}
 
-			// PF-3: a second identical pass makes zero writes.
-			f.writes.reset()
-			if _, err := f.reconcile(t, tc.pool); err != nil {
-				t.Fatalf("second Reconcile: %v", err)
+			// A second pass over what the first one wrote makes no write (the first pass ran: its
+			// result and writes were checked above).
+			if res, err := f.reconcile(t, tc.pool); err != nil || res != (ctrl.Result{}) {
+				t.Fatalf("second Reconcile = %+v, %v; want a clean pass", res, err)
 			}
-			if p, s, o := f.writes.snapshot(); p+s+o != 0 {
-				t.Errorf("second pass wrote: node patches %d, status writes %d, other %d; want none", p, s, o)
+			if got := f.fake.Writes.Take(); len(got) != 0 {
+				t.Errorf("second pass wrote %v; want nothing", got)
 			}
 		})
 	}
@@ -384,7 +324,7 @@ func TestReconcileWriteFailures(t *testing.T) {
 			wantPatched: []string{"b"},
 		},
 		"a status conflict requeues without an error": {
-			hooks: interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			hooks: interceptor.Funcs{SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
 				return apierrors.NewConflict(schema.GroupResource{Resource: "nodepools"}, "p", errors.New("changed"))
 			}},
 			wantRequeue: true,
@@ -392,7 +332,7 @@ func TestReconcileWriteFailures(t *testing.T) {
 			wantPatched: []string{"a", "b"},
 		},
 		"a status error is returned": {
-			hooks: interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			hooks: interceptor.Funcs{SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
 				return boom
 			}},
 			wantErr:     true,
@@ -436,65 +376,98 @@ func TestReconcileWriteFailures(t *testing.T) {
 }
 
 // TestReconcilePatchesInParallelBounded checks that a pool's nodes are patched concurrently, at most
-// defaultNodeWriteConcurrency at a time. Every patch waits until that many are in flight (or no more can come), so
-// a serial implementation never gets going and an unbounded one overshoots while the first wave runs.
+// Reconciler.NodeWriteConcurrency at a time (defaultNodeWriteConcurrency when unset).
 func TestReconcilePatchesInParallelBounded(t *testing.T) {
-	const total = 2*defaultNodeWriteConcurrency + 3
+	tests := map[string]struct{ set, want int }{
+		"the default cap":         {set: 0, want: defaultNodeWriteConcurrency},
+		"a cap of 3":              {set: 3, want: 3},
+		"a cap above the default": {set: 20, want: 20},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) { testPatchesInParallelBounded(t, tc.set, tc.want) })
+	}
+}
+
+// testPatchesInParallelBounded reconciles a pool of 2*limit+3 nodes with NodeWriteConcurrency set to set.
+// Every patch waits until limit are in flight (or no more can come), so a serial implementation, or one
+// bounded below limit, never gets going, and one bounded above limit overshoots while the first wave runs.
+func testPatchesInParallelBounded(t *testing.T, set, limit int) {
+	total := 2*limit + 3
 	objs := []client.Object{testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Obj()}
 	for i := range total {
 		objs = append(objs, testutil.MakeNode(fmt.Sprintf("n%02d", i)).Pool("p").Obj())
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var (
-		mu                            sync.Mutex
-		cond                          = sync.NewCond(&mu)
-		inflight, started, peak, wave int
-		timedOut                      bool
-	)
-	go func() { // guard: a serial implementation would wait forever
-		<-ctx.Done()
-		mu.Lock()
-		timedOut = ctx.Err() == context.DeadlineExceeded
-		wave++
-		cond.Broadcast()
-		mu.Unlock()
-	}()
-	gate := interceptor.Funcs{Patch: func(pctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-		mu.Lock()
-		started++
-		inflight++
-		peak = max(peak, inflight)
-		if inflight >= defaultNodeWriteConcurrency || started == total {
-			wave++
-			cond.Broadcast()
-		} else {
-			for w := wave; w == wave && !timedOut; {
-				cond.Wait()
-			}
-		}
-		mu.Unlock()
-		err := c.Patch(pctx, obj, p, opts...)
-		mu.Lock()
-		inflight--
-		mu.Unlock()
-		return err
-	}}
-
-	f := newFixture(t, true, objs, gate)
+	g := newPatchGate(limit, total)
+	defer g.stop()
+	f := newFixture(t, true, objs, interceptor.Funcs{Patch: g.patch})
+	f.r.NodeWriteConcurrency = set
 	if _, err := f.reconcile(t, "p"); err != nil {
 		t.Fatalf("Reconcile: %v", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	peak, timedOut := g.result()
 	if timedOut {
-		t.Fatalf("patches never reached %d in flight: they are not run in parallel", defaultNodeWriteConcurrency)
+		t.Fatalf("patches never reached %d in flight: they are not run in parallel up to the cap", limit)
 	}
-	if peak != defaultNodeWriteConcurrency {
-		t.Errorf("peak concurrent patches = %d, want %d", peak, defaultNodeWriteConcurrency)
+	if peak != limit {
+		t.Errorf("peak concurrent patches = %d, want %d", peak, limit)
 	}
-	if p, _, _ := f.writes.snapshot(); p != total {
+	if p := f.fake.Writes.Get("patch Node"); p != total {
 		t.Errorf("node patches = %d, want %d", p, total)
 	}
+}
+
+// patchGate holds each node patch until limit patches are in flight or every patch has started, and records
+// the peak number in flight. After 10 s it lets everything through and reports a timeout.
+type patchGate struct {
+	mu                            sync.Mutex
+	cond                          *sync.Cond
+	limit, total                  int
+	inflight, started, peak, wave int
+	timedOut                      bool
+	cancel                        context.CancelFunc
+}
+
+func newPatchGate(limit, total int) *patchGate {
+	g := &patchGate{limit: limit, total: total}
+	g.cond = sync.NewCond(&g.mu)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	g.cancel = cancel
+	go func() { // guard: a serial implementation would wait forever
+		<-ctx.Done()
+		g.mu.Lock()
+		g.timedOut = ctx.Err() == context.DeadlineExceeded
+		g.wave++
+		g.cond.Broadcast()
+		g.mu.Unlock()
+	}()
+	return g
+}
+
+func (g *patchGate) stop() { g.cancel() }
+
+func (g *patchGate) patch(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+	g.mu.Lock()
+	g.started++
+	g.inflight++
+	g.peak = max(g.peak, g.inflight)
+	if g.inflight >= g.limit || g.started == g.total {
+		g.wave++
+		g.cond.Broadcast()
+	} else {
+		for w := g.wave; w == g.wave && !g.timedOut; {
+			g.cond.Wait()
+		}
+	}
+	g.mu.Unlock()
+	err := c.Patch(ctx, obj, p, opts...)
+	g.mu.Lock()
+	g.inflight--
+	g.mu.Unlock()
+	return err
+}
+
+func (g *patchGate) result() (peak int, timedOut bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peak, g.timedOut
 }

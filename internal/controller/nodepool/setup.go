@@ -71,6 +71,7 @@ func Setup(_ context.Context, mgr manager.Manager, opts Options) error {
 		Recorder:             mgr.GetEventRecorder("drover-" + ControllerName),
 		SyncNodeAttributes:   opts.SyncNodeAttributes,
 		NodeWriteConcurrency: opts.NodeWriteConcurrency,
+		Backoff:              kit.NewBackoff(),
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).

@@ -8,7 +8,7 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 )
 
-// ComputeStatus returns the status of a pool with the given members (NP-6): readyNodeNum counts the members
+// ComputeStatus returns the status of a pool with the given members: readyNodeNum counts the members
 // whose Ready condition is True, unreadyNodeNum all the others (including nodes without a Ready condition),
 // and nodes lists the member names, sorted and without duplicates.
 func ComputeStatus(members []*corev1.Node) openyurtv1beta1.NodePoolStatus {

@@ -1,8 +1,6 @@
 package membership
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -11,7 +9,8 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 )
 
-// Field index keys on Nodes (NP-1, PF-1). Tests build their fake clients with the same keys and functions
+// Field index keys on Nodes: the controller and the NodePool webhook read the nodes of one pool from the
+// cache through them, never every node. Tests build their fake clients with the same keys and functions
 // (see Indexes), so a change here cannot leave them behind.
 const (
 	// IndexNodeMembership indexes Nodes by the value of the membership label apps.openyurt.io/nodepool.
@@ -19,25 +18,20 @@ const (
 	// IndexNodeDesiredPool indexes Nodes by the value of the label apps.openyurt.io/desired-nodepool.
 	IndexNodeDesiredPool = "drover.dev/node-desired-pool"
 	// IndexNodeStaleAttributes indexes, under StaleAttributesValue, the Nodes that carry the previous-attributes
-	// annotation but no membership label: nodes that left a pool and still hold its attributes (NP-5).
+	// annotation but no membership label: nodes that left a pool and still hold its attributes.
 	IndexNodeStaleAttributes = "drover.dev/node-stale-attributes"
 	// StaleAttributesValue is the only key of IndexNodeStaleAttributes.
 	StaleAttributesValue = "true"
 )
 
-// Indexes returns every index of this package. Production registers them through SetupIndexes; tests pass
-// them to fake.ClientBuilder.WithIndex.
+// Indexes returns every index of this package. The NodePool controller's description (nodepool.Controller)
+// has the manager register them; tests pass them to testutil.NewFakeClient.
 func Indexes() []index.Index {
 	return []index.Index{
 		{Object: &corev1.Node{}, Field: IndexNodeMembership, Extract: nodeMembershipValues},
 		{Object: &corev1.Node{}, Field: IndexNodeDesiredPool, Extract: nodeDesiredPoolValues},
 		{Object: &corev1.Node{}, Field: IndexNodeStaleAttributes, Extract: nodeStaleAttributesValues},
 	}
-}
-
-// SetupIndexes registers the Node indexes with the manager's field indexer (its cache).
-func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	return index.Register(ctx, indexer, Indexes())
 }
 
 // PoolOf returns the pool a node belongs to, or "" if it belongs to none.

@@ -1,8 +1,6 @@
 package membership
 
 import (
-	"context"
-	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,32 +55,13 @@ func TestIndexes(t *testing.T) {
 	}
 }
 
-// recordingIndexer records the indexes registered with it, or fails.
-type recordingIndexer struct {
-	fields []string
-	err    error
-}
-
-func (r *recordingIndexer) IndexField(_ context.Context, _ client.Object, field string, _ client.IndexerFunc) error {
-	r.fields = append(r.fields, field)
-	return r.err
-}
-
-func TestSetupIndexes(t *testing.T) {
-	ix := &recordingIndexer{}
-	if err := SetupIndexes(context.Background(), ix); err != nil {
-		t.Fatalf("SetupIndexes: %v", err)
+func TestIndexesListsEveryKey(t *testing.T) {
+	var got []string
+	for _, ix := range Indexes() {
+		got = append(got, ix.Field)
 	}
 	want := []string{IndexNodeMembership, IndexNodeDesiredPool, IndexNodeStaleAttributes}
-	if diff := cmp.Diff(want, ix.fields, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
-		t.Errorf("registered indexes (-want +got):\n%s", diff)
-	}
-}
-
-func TestSetupIndexesError(t *testing.T) {
-	boom := errors.New("boom")
-	err := SetupIndexes(context.Background(), &recordingIndexer{err: boom})
-	if !errors.Is(err, boom) {
-		t.Errorf("SetupIndexes error = %v, want it to wrap %v", err, boom)
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("indexes (-want +got):\n%s", diff)
 	}
 }
