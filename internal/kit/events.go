@@ -26,28 +26,49 @@ type Events struct {
 }
 
 type event struct {
+	regarding                 runtime.Object // nil: the object Emit is given
 	eventtype, reason, action string
 	related                   runtime.Object
 	note                      string
 }
 
+// Target buffers events about another object than the one Emit is given (a node, where the pass is about
+// its pool); Events.On returns one.
+type Target struct {
+	e         *Events
+	regarding runtime.Object
+}
+
+// On returns a Target whose events regard obj.
+func (e *Events) On(obj runtime.Object) Target { return Target{e: e, regarding: obj} }
+
+// Normal buffers a Normal event about the Target's object.
+func (t Target) Normal(reason, action string, related runtime.Object, format string, args ...any) {
+	t.e.add(t.regarding, corev1.EventTypeNormal, reason, action, related, format, args...)
+}
+
+// Warning buffers a Warning event about the Target's object.
+func (t Target) Warning(reason, action string, related runtime.Object, format string, args ...any) {
+	t.e.add(t.regarding, corev1.EventTypeWarning, reason, action, related, format, args...)
+}
+
 // Normal buffers a Normal event. related is the object the event is about besides the regarding one (a pod,
 // a node); nil for none.
 func (e *Events) Normal(reason, action string, related runtime.Object, format string, args ...any) {
-	e.add(corev1.EventTypeNormal, reason, action, related, format, args...)
+	e.add(nil, corev1.EventTypeNormal, reason, action, related, format, args...)
 }
 
 // Warning buffers a Warning event.
 func (e *Events) Warning(reason, action string, related runtime.Object, format string, args ...any) {
-	e.add(corev1.EventTypeWarning, reason, action, related, format, args...)
+	e.add(nil, corev1.EventTypeWarning, reason, action, related, format, args...)
 }
 
-func (e *Events) add(eventtype, reason, action string, related runtime.Object, format string, args ...any) {
+func (e *Events) add(regarding runtime.Object, eventtype, reason, action string, related runtime.Object, format string, args ...any) {
 	if isNil(related) {
 		related = nil
 	}
 	note := Truncate(fmt.Sprintf(format, args...), MaxMessageBytes)
-	e.list = append(e.list, event{eventtype, reason, action, related, note})
+	e.list = append(e.list, event{regarding, eventtype, reason, action, related, note})
 }
 
 // Len is the number of buffered events.
@@ -62,11 +83,16 @@ func (e *Events) Reasons() []string {
 	return out
 }
 
-// Emit records the buffered events on regarding and empties the buffer. A nil recorder drops them.
+// Emit records the buffered events, each on its Target's object or else on regarding, and empties the
+// buffer. A nil recorder drops them, and so does a nil object to record them on.
 func (e *Events) Emit(rec events.EventRecorder, regarding runtime.Object) {
-	if rec != nil {
-		for _, ev := range e.list {
-			rec.Eventf(regarding, ev.related, ev.eventtype, ev.reason, ev.action, "%s", ev.note)
+	for _, ev := range e.list {
+		on := ev.regarding
+		if on == nil {
+			on = regarding
+		}
+		if rec != nil && !isNil(on) {
+			rec.Eventf(on, ev.related, ev.eventtype, ev.reason, ev.action, "%s", ev.note)
 		}
 	}
 	e.list = nil

@@ -34,6 +34,16 @@ func TestEventsBufferUntilEmit(t *testing.T) {
 	if !strings.HasPrefix(second, "Warning Failed x") || len(second) > MaxMessageBytes+len("Warning Failed ") {
 		t.Errorf("second event not truncated: %d bytes", len(second))
 	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	ev.On(node).Warning("OnNode", "Sync", nil, "about the node")
+	ev.Normal("Dropped", "Create", nil, "no object to record it on")
+	ev.Emit(rec, nil)
+	if got := <-rec.Events; got != "Warning OnNode about the node" {
+		t.Errorf("targeted event %q", got)
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("an event without an object was recorded: %q", <-rec.Events)
+	}
 	ev.Normal("Again", "Create", nil, "x")
 	ev.Emit(nil, regarding) // a nil recorder drops them
 	if ev.Len() != 0 {

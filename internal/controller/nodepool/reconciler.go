@@ -43,7 +43,7 @@ type Reconciler struct {
 // pass is what one reconcile comes to: its outcome and the events it emits once its writes are done.
 type pass struct {
 	out    kit.Outcome
-	events eventsByObject
+	events kit.Events
 }
 
 // Reconcile is keyed by the pool name.
@@ -58,7 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		r.reconcilePool(ctx, pool, &p)
 	}
-	p.events.emit(r.Recorder)
+	p.events.Emit(r.Recorder, nil) // each event names its node or pool
 	return r.backoff().Result(req.NamespacedName, &p.out)
 }
 
@@ -116,7 +116,7 @@ func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string, p *p
 	changes := planLeavers(stale)
 	p.recordPatches(nil, changes, r.patchNodes(ctx, changes))
 	for _, n := range waiting {
-		p.events.on(n).Warning(ReasonNodePoolNotFound, actionJoin, nil,
+		p.events.On(n).Warning(ReasonNodePoolNotFound, actionJoin, nil,
 			"NodePool %s named by label %s does not exist; the node joins it once it is created",
 			name, openyurtv1beta1.LabelDesiredNodePool)
 	}
@@ -147,7 +147,7 @@ func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChang
 	var failed []string
 	for i, c := range changes {
 		if c.invalidPrev != nil {
-			p.events.on(c.base).Warning(ReasonInvalidPreviousAttributes, actionSyncAttributes, nil,
+			p.events.On(c.base).Warning(ReasonInvalidPreviousAttributes, actionSyncAttributes, nil,
 				"Annotation %s does not decode and was treated as empty: %v", openyurtv1beta1.AnnotationPrevAttrs, c.invalidPrev)
 		}
 		switch outcomes[i].result {
@@ -159,7 +159,7 @@ func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChang
 		}
 	}
 	if len(failed) > 0 && pool != nil {
-		p.events.on(pool).Warning(ReasonNodeSyncFailed, actionSyncAttributes, nil,
+		p.events.On(pool).Warning(ReasonNodeSyncFailed, actionSyncAttributes, nil,
 			"Patching %d node(s) failed: %s", len(failed), kit.NameList(failed))
 	}
 }
