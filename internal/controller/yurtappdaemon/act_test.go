@@ -82,8 +82,8 @@ func TestCreateConflicts(t *testing.T) {
 		}}
 		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), hidden}, hideDeployments)
 		f.mustReconcile()
-		if diff := cmp.Diff(map[string]int{"create Deployment": 1, "apply Deployment": 1},
-			map[string]int{"create Deployment": f.writes.get("create Deployment"), "apply Deployment": f.writes.get("apply Deployment")}); diff != "" {
+		if diff := cmp.Diff(map[string]int{"create Deployment": 1, "apply": 1},
+			map[string]int{"create Deployment": f.writes.Get("create Deployment"), "apply": f.writes.Get("apply")}); diff != "" {
 			t.Errorf("writes (-want +got):\n%s", diff)
 		}
 		got := &appsv1.Deployment{}

@@ -21,14 +21,14 @@ func BenchmarkNoopReconcile(b *testing.B) {
 	for _, k := range ownerKindCases {
 		b.Run(k.kind, func(b *testing.B) {
 			f := settledFixture(b, k)
-			f.writes.reset()
+			f.writes.Reset()
 			for b.Loop() {
 				f.mustReconcile()
 			}
-			n := f.writes.get("total")
+			n := f.writes.Get("total")
 			b.ReportMetric(float64(n)/float64(b.N), "writes/op")
 			if n != 0 {
-				b.Fatalf("no-op passes wrote %d times: %v", n, f.writes.entries())
+				b.Fatalf("no-op passes wrote %d times: %v", n, f.writes.Take())
 			}
 		})
 	}
@@ -68,7 +68,7 @@ func BenchmarkNewPoolReconcile(b *testing.B) {
 	for _, k := range ownerKindCases {
 		b.Run(k.kind, func(b *testing.B) {
 			f := settledFixture(b, k)
-			f.writes.reset()
+			f.writes.Reset()
 			for i := range b.N {
 				b.StopTimer()
 				if err := f.c.Create(context.Background(), pool(fmt.Sprintf("new-%06d", i), edgeLabels).Obj()); err != nil {
@@ -78,8 +78,8 @@ func BenchmarkNewPoolReconcile(b *testing.B) {
 				f.mustReconcile()
 			}
 			b.StopTimer()
-			creates := f.writes.get("create Deployment")
-			b.ReportMetric(float64(f.writes.get("total"))/float64(b.N), "writes/op")
+			creates := f.writes.Get("create Deployment")
+			b.ReportMetric(float64(f.writes.Get("total"))/float64(b.N), "writes/op")
 			if creates != b.N {
 				b.Fatalf("%d children created for %d new pools", creates, b.N)
 			}

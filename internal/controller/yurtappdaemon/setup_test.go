@@ -72,8 +72,8 @@ func TestReconcileStops(t *testing.T) {
 				if res, err := f.reconcile(); err != nil || !res.IsZero() {
 					t.Fatalf("reconcile = %v, %v", res, err)
 				}
-				if n := f.writes.get("total"); n != 0 {
-					t.Errorf("%d writes: %v", n, f.writes.entries())
+				if n := f.writes.Get("total"); n != 0 {
+					t.Errorf("%d writes: %v", n, f.writes.Take())
 				}
 			})
 		})

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // maxErrorBytes caps the part of a condition message quoting one API error.
@@ -42,7 +43,7 @@ func computeStatus(prev *openyurtv1alpha1.YurtAppDaemonStatus, generation int64,
 	for _, c := range []metav1.Condition{provisionedCondition(p, failures), updatedCondition(p, failures), failureCondition(failures)} {
 		c.ObservedGeneration = generation
 		c.LastTransitionTime = now
-		c.Message = truncate(c.Message, maxMessageBytes)
+		c.Message = kit.Truncate(c.Message, kit.MaxMessageBytes)
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	}
 	normalizeStatus(&st)
@@ -81,20 +82,20 @@ func (p *pass) failures() []failure {
 	switch {
 	case len(p.invalid) > 0:
 		add(openyurtv1alpha1.ReasonInvalidSpec, "The spec is invalid, no workload was changed: %s",
-			truncate(p.invalid.ToAggregate().Error(), maxMessageBytes))
+			kit.Truncate(p.invalid.ToAggregate().Error(), kit.MaxMessageBytes))
 		return out
 	case p.revisionErr != nil:
 		add(openyurtv1alpha1.ReasonRevisionFailed, "Ensuring the ControllerRevision failed, no workload was changed: %s",
-			truncate(p.revisionErr.Error(), maxErrorBytes))
+			kit.Truncate(p.revisionErr.Error(), maxErrorBytes))
 		return out
 	case p.poolsErr != nil:
 		add(openyurtv1alpha1.ReasonNodePoolListFailed, "Reading the NodePools or the owned workloads failed, no workload was changed: %s",
-			truncate(p.poolsErr.Error(), maxErrorBytes))
+			kit.Truncate(p.poolsErr.Error(), maxErrorBytes))
 		return out
 	}
 	if len(p.nameConflicts) > 0 {
 		add(openyurtv1alpha1.ReasonNameConflict, "Workload names are taken by objects this owner does not control: %s",
-			nameList(slices.Collect(maps.Values(p.nameConflicts))))
+			kit.NameList(slices.Collect(maps.Values(p.nameConflicts))))
 	}
 	if len(p.renderErrs) > 0 {
 		add(openyurtv1alpha1.ReasonRenderFailed, "Rendering failed for %s", poolErrors(p.renderErrs, nil))
@@ -110,7 +111,7 @@ func (p *pass) failures() []failure {
 	}
 	if len(p.pools.invalidNames) > 0 {
 		add(openyurtv1alpha1.ReasonInvalidNodePoolName, "Selected NodePools whose names are not valid label values were skipped: %s",
-			nameList(p.pools.invalidNames))
+			kit.NameList(p.pools.invalidNames))
 	}
 	return out
 }
@@ -119,10 +120,10 @@ func (p *pass) failures() []failure {
 func poolErrors(failed map[string]error, pending []string) string {
 	var parts []string
 	if keys := sortedKeys(failed); len(keys) > 0 {
-		parts = append(parts, fmt.Sprintf("%s: %s", nameList(keys), truncate(failed[keys[0]].Error(), maxErrorBytes)))
+		parts = append(parts, fmt.Sprintf("%s: %s", kit.NameList(keys), kit.Truncate(failed[keys[0]].Error(), maxErrorBytes)))
 	}
 	if len(pending) > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending after an earlier failure: %s", len(pending), nameList(pending)))
+		parts = append(parts, fmt.Sprintf("%d pending after an earlier failure: %s", len(pending), kit.NameList(pending)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -194,10 +195,10 @@ func (p *pass) unprovisioned() string {
 	awaiting := slices.Concat(sortedKeys(p.deleteFailed), p.deletePending, p.otherKindWaiting)
 	var parts []string
 	if len(missing) > 0 {
-		parts = append(parts, fmt.Sprintf("%d NodePool(s) have no workload: %s", len(missing), nameList(missing)))
+		parts = append(parts, fmt.Sprintf("%d NodePool(s) have no workload: %s", len(missing), kit.NameList(missing)))
 	}
 	if len(awaiting) > 0 {
-		parts = append(parts, fmt.Sprintf("%d workload(s) await deletion: %s", len(awaiting), nameList(awaiting)))
+		parts = append(parts, fmt.Sprintf("%d workload(s) await deletion: %s", len(awaiting), kit.NameList(awaiting)))
 	}
 	if len(parts) == 0 {
 		return ""
