@@ -29,17 +29,17 @@ import (
 // +kubebuilder:webhook:path=/mutate-apps-openyurt-io-v1alpha1-uniteddaemonset,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps.openyurt.io,resources=uniteddaemonsets,verbs=create;update,versions=v1alpha1,name=muniteddaemonset.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:path=/validate-apps-openyurt-io-v1alpha1-uniteddaemonset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.openyurt.io,resources=uniteddaemonsets,verbs=create;update,versions=v1alpha1,name=vuniteddaemonset.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
 
-// SetupYurtAppDaemonWebhook registers the YurtAppDaemon defaulting and validating webhooks (WH-1 … WH-13).
+// SetupYurtAppDaemonWebhook registers the YurtAppDaemon defaulting and validating webhooks.
 func SetupYurtAppDaemonWebhook(mgr manager.Manager) error {
 	return setupOwnerWebhook(mgr, &openyurtv1alpha1.YurtAppDaemon{}, &openyurtv1alpha1.UnitedDaemonSet{})
 }
 
-// SetupUnitedDaemonSetWebhook registers the UnitedDaemonSet defaulting and validating webhooks (WH-1 … WH-13).
+// SetupUnitedDaemonSetWebhook registers the UnitedDaemonSet defaulting and validating webhooks.
 func SetupUnitedDaemonSetWebhook(mgr manager.Manager) error {
 	return setupOwnerWebhook(mgr, &openyurtv1alpha1.UnitedDaemonSet{}, &openyurtv1alpha1.YurtAppDaemon{})
 }
 
-// setupOwnerWebhook registers the webhooks of the owner kind T; other is the other owner kind (WH-9).
+// setupOwnerWebhook registers the webhooks of the owner kind T; other is the other owner kind.
 func setupOwnerWebhook[T openyurtv1alpha1.Owner](mgr manager.Manager, obj T, other client.Object) error {
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
@@ -69,7 +69,7 @@ func setupOwnerWebhook[T openyurtv1alpha1.Owner](mgr manager.Manager, obj T, oth
 	return nil
 }
 
-// OwnerDefaulter defaults YurtAppDaemons or UnitedDaemonSets on CREATE and UPDATE (WH-1).
+// OwnerDefaulter defaults YurtAppDaemons or UnitedDaemonSets on CREATE and UPDATE.
 type OwnerDefaulter[T openyurtv1alpha1.Owner] struct{}
 
 var (
@@ -84,7 +84,7 @@ func (OwnerDefaulter[T]) Default(ctx context.Context, obj T) error {
 	return nil
 }
 
-// defaultRevisionHistoryLimit is the revisionHistoryLimit of an owner that sets none (WH-1).
+// defaultRevisionHistoryLimit is the revisionHistoryLimit of an owner that sets none.
 const defaultRevisionHistoryLimit int32 = 10
 
 // DefaultOwner applies WH-1 to obj: revisionHistoryLimit defaults to 10 and spec.selector is copied into the
@@ -107,14 +107,14 @@ func DefaultOwner(obj openyurtv1alpha1.Owner, create bool) {
 	}
 }
 
-// OwnerValidator validates YurtAppDaemons or UnitedDaemonSets on CREATE and UPDATE (WH-2 … WH-13); T selects
+// OwnerValidator validates YurtAppDaemons or UnitedDaemonSets on CREATE and UPDATE; T selects
 // the kind. DELETE is always allowed (and not registered).
 type OwnerValidator[T openyurtv1alpha1.Owner] struct {
 	// GVK is the owner kind validated.
 	GVK schema.GroupVersionKind
 	// Other is an empty object of the other owner kind, whose namesake WH-9 looks for. It is copied before use.
 	Other client.Object
-	// Cache is the manager's cache, read for the other owner kind (WH-9). Nil skips WH-9.
+	// Cache is the manager's cache, read for the other owner kind. Nil skips WH-9.
 	Cache client.Reader
 	// DryRun sends the server-side dry-run creates of WH-10. Its writes must reach the API server, never a
 	// cache; the manager's client does that. Nil skips WH-10.
@@ -130,7 +130,7 @@ const (
 	// otherKindTimeout bounds the cache read of WH-9, so that an informer that is still syncing cannot use
 	// up the webhook's 10 s.
 	otherKindTimeout = 2 * time.Second
-	// dryRunBudget bounds all dry runs of one request (WH-10) within the webhook's 10 s.
+	// dryRunBudget bounds all dry runs of one request within the webhook's 10 s.
 	dryRunBudget = 6 * time.Second
 )
 
@@ -178,7 +178,7 @@ func (v OwnerValidator[T]) invalid(obj T, errs field.ErrorList) error {
 // namespace and name would render children with the same names, so the second of the pair is rejected. The
 // other kind is read from the manager's cache. When that kind is not served or not cached the check is
 // skipped; any other failure to read admits the request with a warning, since the controller still reports
-// the resulting NameConflict (YC-11).
+// the resulting NameConflict.
 func (v OwnerValidator[T]) validateOtherKind(ctx context.Context, obj T) (field.ErrorList, admission.Warnings) {
 	if v.Cache == nil || v.Other == nil || obj.GetName() == "" { // no name yet: generateName is resolved later
 		return nil, nil

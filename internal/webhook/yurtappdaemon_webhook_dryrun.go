@@ -118,7 +118,7 @@ func (v OwnerValidator[T]) dryRunCreate(ctx context.Context, obj openyurtv1alpha
 		Revision:  dryRunRevision,
 	})
 	if err != nil || res == nil || res.Body == nil {
-		return nil, nil //nolint:nilerr // a render failure is the structural rules' to report (WH-8)
+		return nil, nil //nolint:nilerr // a render failure is the structural rules' to report
 	}
 	child := res.Body.DeepCopy()
 	child.SetNamespace(namespace)
@@ -165,8 +165,8 @@ func tweakChanged(oldObj openyurtv1alpha1.Owner, i int, tweak *openyurtv1alpha1.
 	return i >= len(old) || !equality.Semantic.DeepEqual(old[i], *tweak)
 }
 
-// blocksDryRun reports whether errs make the dry run pointless: no single template member (WH-3), or a bad
-// selector or pod labels (WH-4, WH-5), which the render copies into the child, so the API server would only
+// blocksDryRun reports whether errs make the dry run pointless: no single template member, or a bad
+// selector or pod labels, which the render copies into the child, so the API server would only
 // repeat them. Other errors, such as the nodeSelector rule of WH-7 (the render overrides that key) or WH-13,
 // leave the dry run meaningful, so its errors accumulate with theirs.
 func blocksDryRun(errs field.ErrorList, member string) bool {

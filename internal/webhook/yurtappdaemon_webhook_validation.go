@@ -14,7 +14,7 @@ import (
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
 )
 
-// maxOwnerNameLength keeps ControllerRevision names (<owner prefix>-<hash>) within a label value (WH-2, YC-18).
+// maxOwnerNameLength keeps ControllerRevision names (<owner prefix>-<hash>) within a label value.
 const maxOwnerNameLength = 52
 
 // ValidateOwner returns every violation by newObj of the rules that need no client: WH-2 … WH-8 and, on

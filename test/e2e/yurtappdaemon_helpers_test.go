@@ -278,7 +278,7 @@ func getDeployment(g Gomega, ns, name string) *appsv1.Deployment {
 	return d
 }
 
-// expectChildRendered checks what every child carries for its pool and owner (spec §4.5): identity labels
+// expectChildRendered checks what every child carries for its pool and owner: identity labels
 // and annotation, the selector, the pod labels (without the revision label), the pool's nodeSelector next to
 // the user's, and the controller ownerReference. The arguments are the child's metadata, selector and pod
 // template.

@@ -198,7 +198,7 @@ func statefulSetFlavour(k ownerKind) {
 			client.MatchingLabels{openyurtv1alpha1.LabelPoolName: p.Name})).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(1), "one StatefulSet for pool %s", p.Name)
 		sts := &list.Items[0]
-		g.Expect(sts.Name).To(Equal(name), "deterministic name (YC-9)")
+		g.Expect(sts.Name).To(Equal(name), "deterministic name")
 		g.Expect(len(sts.Name)).To(BeNumerically("<=", 52))
 		expectChildRendered(g, o, k, p.Name, &sts.ObjectMeta, sts.Spec.Selector, &sts.Spec.Template)
 		g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal(image))

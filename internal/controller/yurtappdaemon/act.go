@@ -53,7 +53,7 @@ type createItem struct {
 const (
 	gotCreated = iota
 	gotAdopted
-	gotExisting // the create found an owned child the cache did not show (YC-11)
+	gotExisting // the create found an owned child the cache did not show
 )
 
 type createOut struct {
@@ -61,8 +61,8 @@ type createOut struct {
 	how   int
 }
 
-// createChildren gives each pool without a child one, adopting an orphan where there is one (YC-12) and
-// creating it otherwise (YC-11). Children found this way join the kept ones for the update step. When the
+// createChildren gives each pool without a child one, adopting an orphan where there is one and
+// creating it otherwise. Children found this way join the kept ones for the update step. When the
 // orphans cannot be read, no pool gets a child in this pass (one might be adoptable).
 func (r *Reconciler[T]) createChildren(ctx context.Context, p *pass) {
 	orphans, err := findOrphans(ctx, r.Client, p.owner, p.adapter, p.cls.create)
@@ -157,7 +157,7 @@ func (r *Reconciler[T]) createOne(ctx context.Context, p *pass, it createItem) (
 }
 
 // adoptChild adds the owner's controller ownerReference to an orphan, with UID and resourceVersion
-// preconditions (YC-12).
+// preconditions.
 func (r *Reconciler[T]) adoptChild(ctx context.Context, p *pass, orphan client.Object) (client.Object, error) {
 	refs := append(slices.Clone(orphan.GetOwnerReferences()), controllerRef(p.owner, r.kind.gvk))
 	patch, err := adoptionPatch(orphan, refs, nil)
@@ -181,7 +181,7 @@ type updateItem struct {
 	res  *render.Result
 }
 
-// updateChildren applies the rendering of every kept child that is not in sync (YC-22 … YC-24). Children
+// updateChildren applies the rendering of every kept child that is not in sync. Children
 // created in this pass are in sync by construction.
 func (r *Reconciler[T]) updateChildren(ctx context.Context, p *pass) {
 	var items []updateItem
@@ -216,7 +216,7 @@ func (r *Reconciler[T]) updateChildren(ctx context.Context, p *pass) {
 }
 
 // deleteChildren deletes the children of pools no longer eligible, the duplicates and, once their pool's
-// child of the template kind exists, the children of the other kind (YC-10, YC-13, YC-30).
+// child of the template kind exists, the children of the other kind.
 func (r *Reconciler[T]) deleteChildren(ctx context.Context, p *pass) {
 	items := slices.Clone(p.cls.deletes)
 	for _, pool := range slices.Sorted(maps.Keys(p.cls.otherKind)) {
@@ -247,7 +247,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, p *pass) {
 	}
 }
 
-// deleteChild deletes one owned child with a UID precondition and background propagation (YC-7). A child
+// deleteChild deletes one owned child with a UID precondition and background propagation. A child
 // already gone counts as deleted.
 func (r *Reconciler[T]) deleteChild(ctx context.Context, obj client.Object) error {
 	target, ok := obj.DeepCopyObject().(client.Object)

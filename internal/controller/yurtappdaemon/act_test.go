@@ -15,8 +15,8 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// TestPerPoolFailures: a failing pool blocks neither the other pools' creates nor the updates (YC-28); a
-// failed batch leaves the rest pending (YC-26); a render failure leaves the pool's child unchanged.
+// TestPerPoolFailures: a failing pool blocks neither the other pools' creates nor the updates; a
+// failed batch leaves the rest pending; a render failure leaves the pool's child unchanged.
 func TestPerPoolFailures(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		owner := k.owner().Deployment(func() appsv1.DeploymentSpec {

@@ -83,7 +83,7 @@ func TestReplicasHandoff(t *testing.T) {
 }
 
 // TestCreatedFieldsMoveToApply: fields a create set are handed to the apply manager, so a key drover stops
-// rendering is removed by the next apply (YC-22).
+// rendering is removed by the next apply.
 func TestCreatedFieldsMoveToApply(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		handOvers := 0
@@ -205,7 +205,7 @@ func TestLoopGuard(t *testing.T) {
 
 // TestFailedHandOverIsRedoneByTheNextApply: when every hand-over attempt after the create fails, the next
 // apply of the child (after a template change) sees drover's Update entry in the API server's answer, hands
-// the fields over and applies again, so a key drover stopped rendering is removed after all (YC-22).
+// the fields over and applies again, so a key drover stopped rendering is removed after all.
 func TestFailedHandOverIsRedoneByTheNextApply(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		failHandOver, handOvers := true, 0

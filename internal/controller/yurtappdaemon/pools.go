@@ -17,7 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
 )
 
-// poolSet is the outcome of pool selection (YC-4).
+// poolSet is the outcome of pool selection.
 type poolSet struct {
 	// eligible are the selected pools a child is kept for, sorted by name.
 	eligible []render.Pool
@@ -35,7 +35,7 @@ func (s poolSet) names() []string {
 	return out
 }
 
-// listPools reads the pools an owner selects from the cache and returns the eligible ones (YC-4, YC-5). An
+// listPools reads the pools an owner selects from the cache and returns the eligible ones. An
 // absent nodepoolSelector selects none; {} selects all. A failed read is an error, never "no pools".
 func listPools(ctx context.Context, c client.Reader, spec *openyurtv1alpha1.YurtAppDaemonSpec) (poolSet, error) {
 	if spec.NodePoolSelector == nil {

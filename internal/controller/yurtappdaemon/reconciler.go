@@ -34,7 +34,7 @@ import (
 type Config struct {
 	// Client reads from the manager's cache, with the indexes of SetupIndexes, and writes to the API server.
 	Client client.Client
-	// APIReader reads from the API server, for the one deliberate uncached read (YC-11).
+	// APIReader reads from the API server, for the one deliberate uncached read.
 	APIReader client.Reader
 	// Recorder emits events.k8s.io events on owners.
 	Recorder events.EventRecorder
@@ -42,7 +42,7 @@ type Config struct {
 	MaxBatch int
 }
 
-// Reconciler is the one controller behind YurtAppDaemon and UnitedDaemonSet (§4): T selects the kind.
+// Reconciler is the one controller behind YurtAppDaemon and UnitedDaemonSet: T selects the kind.
 type Reconciler[T openyurtv1alpha1.Owner] struct {
 	Config
 
@@ -218,7 +218,7 @@ func (r *Reconciler[T]) act(ctx context.Context, p *pass) {
 	r.deleteChildren(ctx, p)
 }
 
-// validateSpec applies the webhook's structural rules the controller relies on (§4.2 step 2): WH-3 … WH-6
+// validateSpec applies the webhook's structural rules the controller relies on: WH-3 … WH-6
 // and WH-8. WH-7 is not enforced here: a negative revisionHistoryLimit counts as 0, and the pool
 // nodeSelector key is overwritten by rendering anyway.
 func validateSpec(spec *openyurtv1alpha1.YurtAppDaemonSpec) field.ErrorList {

@@ -21,7 +21,7 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// TestReconcileClassification runs each classification case (§4.4) as a controller pass, for both owner kinds.
+// TestReconcileClassification runs each classification case as a controller pass, for both owner kinds.
 func TestReconcileClassification(t *testing.T) {
 	old := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := map[string]struct {
@@ -273,7 +273,7 @@ func TestRenderedChild(t *testing.T) {
 
 func mapKeysSlice[V any](m map[string]V) []string { return slices.Sorted(mapKeys(m)) }
 
-// TestPoolListFailureTouchesNothing: a failed NodePool read is never "no pools" (YC-5).
+// TestPoolListFailureTouchesNothing: a failed NodePool read is never "no pools".
 func TestPoolListFailureTouchesNothing(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		failPools := interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
@@ -310,7 +310,7 @@ func TestPoolListFailureTouchesNothing(t *testing.T) {
 	})
 }
 
-// TestSecondPassMakesNoWrites: a pass over a converged owner writes nothing (PF-3).
+// TestSecondPassMakesNoWrites: a pass over a converged owner writes nothing.
 func TestSecondPassMakesNoWrites(t *testing.T) {
 	owners := map[string]func(k kindCase) client.Object{
 		"deployment with tweaks": func(k kindCase) client.Object {
@@ -459,7 +459,7 @@ func TestConditionsAlwaysPresent(t *testing.T) {
 	}
 }
 
-// TestInvalidSpecTouchesNothing: no child is changed or deleted for an invalid spec (§4.2 step 2).
+// TestInvalidSpecTouchesNothing: no child is changed or deleted for an invalid spec.
 func TestInvalidSpecTouchesNothing(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		owner := k.owner().NodePoolSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}).Obj()
@@ -475,7 +475,7 @@ func TestInvalidSpecTouchesNothing(t *testing.T) {
 }
 
 // TestWarningEventsGiveCounts: a warning event says how many pools or names it concerns before listing
-// them (§7).
+// them.
 func TestWarningEventsGiveCounts(t *testing.T) {
 	k := ownerKindCases[0]
 	f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(),

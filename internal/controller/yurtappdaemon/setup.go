@@ -24,7 +24,7 @@ import (
 	"github.com/drover-dev/drover/internal/webhook"
 )
 
-// Controller names (YC-1), also the values of --controllers.
+// Controller names, also the values of --controllers.
 const (
 	YurtAppDaemonControllerName   = "yurtappdaemon"
 	UnitedDaemonSetControllerName = "uniteddaemonset"

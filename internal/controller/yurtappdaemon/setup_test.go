@@ -57,7 +57,7 @@ func TestSetup(t *testing.T) {
 	}
 }
 
-// TestReconcileStops: a missing owner or one being deleted is left to garbage collection (YC-29).
+// TestReconcileStops: a missing owner or one being deleted is left to garbage collection.
 func TestReconcileStops(t *testing.T) {
 	tests := map[string]func(k kindCase) []client.Object{
 		"not found": func(kindCase) []client.Object { return nil },

@@ -20,7 +20,7 @@ const maxErrorBytes = 256
 // failure is one failing concern of a pass, with its WorkLoadFailure reason.
 type failure struct{ reason, message string }
 
-// computeStatus rebuilds the status from a pass (§2.3, §7). Fields the pass did not observe (it stopped
+// computeStatus rebuilds the status from a pass. Fields the pass did not observe (it stopped
 // early) keep their previous values; the three conditions are always set, with observedGeneration, and a
 // condition's lastTransitionTime changes only with its status.
 func computeStatus(prev *openyurtv1alpha1.YurtAppDaemonStatus, generation int64, p *pass, now metav1.Time) openyurtv1alpha1.YurtAppDaemonStatus {
@@ -73,7 +73,7 @@ func summarize(p *pass, currentRevision string) (summary []openyurtv1alpha1.Work
 	return summary, total, ready, updated
 }
 
-// failures returns what is failing, in the order of the WorkLoadFailure reasons (§7).
+// failures returns what is failing, in the order of the WorkLoadFailure reasons.
 func (p *pass) failures() []failure {
 	var out []failure
 	add := func(reason, format string, args ...any) {
@@ -257,7 +257,7 @@ func normalizeStatus(st *openyurtv1alpha1.YurtAppDaemonStatus) {
 	}
 }
 
-// statusEqual compares two statuses semantically (YC-25).
+// statusEqual compares two statuses semantically.
 func statusEqual(a, b *openyurtv1alpha1.YurtAppDaemonStatus) bool {
 	x, y := a.DeepCopy(), b.DeepCopy()
 	normalizeStatus(x)

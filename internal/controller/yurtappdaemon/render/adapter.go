@@ -22,7 +22,7 @@ type Adapter interface {
 	Items(list client.ObjectList) []client.Object
 	// NameLimit is the longest child name YC-9 uses.
 	NameLimit() int
-	// Summary reads a live child: spec replicas, ready replicas, the availableCondition string (§2.3) and
+	// Summary reads a live child: spec replicas, ready replicas, the availableCondition string and
 	// whether it counts as Ready and Updated (§2.3 counters; Updated needs the current revision name).
 	Summary(obj client.Object, currentRevision string) Summary
 	// ImmutableChanges lists, for a template update, the spec fields Kubernetes does not let this kind
@@ -31,7 +31,7 @@ type Adapter interface {
 	ImmutableChanges(oldTmpl, newTmpl *openyurtv1alpha1.WorkloadTemplate, fldPath *field.Path) field.ErrorList
 }
 
-// Summary is what the owner's status needs of a live child (§2.3).
+// Summary is what the owner's status needs of a live child.
 type Summary struct {
 	Replicas, ReadyReplicas int32
 	// Available is "True", "False" or "Unknown".

@@ -19,7 +19,7 @@ type statefulSetAdapter struct{}
 
 var _ Adapter = statefulSetAdapter{}
 
-// statefulSetMutable are the StatefulSet spec fields Kubernetes v1.36 lets an update change (WH-13). The
+// statefulSetMutable are the StatefulSet spec fields Kubernetes v1.36 lets an update change. The
 // selector is left to WH-11, which reports it on its own path.
 var statefulSetMutable = map[string]bool{
 	"replicas": true, "ordinals": true, "template": true, "updateStrategy": true, "revisionHistoryLimit": true,

@@ -54,7 +54,7 @@ type Input struct {
 // Result is one rendered child.
 type Result struct {
 	// Body is the server-side-apply body: apiVersion/kind set; no status, no creationTimestamp, no
-	// zero-valued structs or empty maps the template leaves unset (YC-22); it carries the rendered-hash annotation.
+	// zero-valued structs or empty maps the template leaves unset; it carries the rendered-hash annotation.
 	Body *unstructured.Unstructured
 	// Hash is the rendered hash (YC-23: canonical JSON of the body without the annotation, SHA-256, first 16 hex chars).
 	Hash string
@@ -80,13 +80,13 @@ func (e *RenderError) Unwrap() error { return e.Err }
 // check normally catches it first).
 var errNoTemplate = errors.New("spec.workloadTemplate must have exactly one of statefulSetTemplate and deploymentTemplate")
 
-// protectedPaths are the JSON pointers a tweak patch may not touch (§4.5 step 8).
+// protectedPaths are the JSON pointers a tweak patch may not touch.
 var protectedPaths = []string{
 	"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/generateName",
 	"/metadata/ownerReferences", "/spec/selector", "/status",
 }
 
-// ProtectedPaths returns the JSON pointers a tweak patch may not touch, nor anything below them (§4.5 step 8).
+// ProtectedPaths returns the JSON pointers a tweak patch may not touch, nor anything below them.
 func ProtectedPaths() []string { return append([]string(nil), protectedPaths...) }
 
 // Render renders the child of one pool: §4.5 steps 1–10 and the replicas rule YC-14/YC-15. The YC-16
@@ -310,7 +310,7 @@ func setReplicas(obj client.Object, r *int32) {
 	obj.SetAnnotations(anns)
 }
 
-// toBody builds the apply body (YC-22): apiVersion, kind, the identity metadata and the spec, without
+// toBody builds the apply body: apiVersion, kind, the identity metadata and the spec, without
 // zero-valued structs, nil maps and null values. Other metadata a patch may have set is not rendered.
 func toBody(obj client.Object) (*unstructured.Unstructured, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()

@@ -44,7 +44,7 @@ func ValidateSpec(spec *openyurtv1alpha1.YurtAppDaemonSpec, fldPath *field.Path)
 	return errs
 }
 
-// ValidateRenderable applies the rules the controller checks before it renders (§4.2 step 2): WH-3 … WH-6
+// ValidateRenderable applies the rules the controller checks before it renders: WH-3 … WH-6
 // and WH-8, that is ValidateSpec without WH-7 (a negative revisionHistoryLimit counts as 0 there, and a
 // template nodeSelector with the pool key is simply overridden).
 func ValidateRenderable(spec *openyurtv1alpha1.YurtAppDaemonSpec, fldPath *field.Path) field.ErrorList {
@@ -255,10 +255,10 @@ func protectedPrefix(p string) string {
 var placeholderTaint = corev1.Taint{Key: "drover.dev/placeholder", Effect: corev1.TaintEffectNoSchedule}
 
 // patchesApply renders the template for the placeholder pool and reports a patch of tweak i that does not
-// apply to it (WH-8). Rendering applies every tweak matching a pool, in order, so a tweak that fails on its
+// apply to it. Rendering applies every tweak matching a pool, in order, so a tweak that fails on its
 // own is tried again after the earlier tweaks that apply: a patch that relies on an earlier tweak's add
 // (".../env" then ".../env/-") is accepted. A pool that gets one tweak without the other then reports
-// RenderFailed for itself alone (YC-28).
+// RenderFailed for itself alone.
 func patchesApply(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.Path) field.ErrorList {
 	pool := Pool{Name: PlaceholderPoolName, Taints: []corev1.Taint{placeholderTaint}}
 	in := Input{Owner: OwnerRef{Name: PlaceholderPoolName}, Spec: spec, Pool: pool}

@@ -211,7 +211,7 @@ func TestValidateSpecTweaks(t *testing.T) {
 }
 
 // TestValidatePatchesInOrder: a tweak whose patch relies on an earlier tweak's add is accepted, as rendering
-// applies matching tweaks in order (WH-8); one that applies in no order is still refused.
+// applies matching tweaks in order; one that applies in no order is still refused.
 func TestValidatePatchesInOrder(t *testing.T) {
 	addArgs := tweak(patch(openyurtv1alpha1.PatchAdd, "/spec/template/spec/containers/0/args", raw(t, []string{"--a"})))
 	appendArg := tweak(patch(openyurtv1alpha1.PatchAdd, "/spec/template/spec/containers/0/args/-", raw(t, "--b")))
