@@ -40,7 +40,7 @@ import (
 //     create-time fields were handed to drover's apply;
 //  4. no-op resync: the API writes caused by a NodePool event that changes no owner's selection, so that every
 //     owner runs a full pass over all pools that has nothing to do (target: zero writes);
-//  5. new pool, steady state (PF-5, target p99 < 1 s): as 2, each sample starting at rest;
+//  5. new pool, steady state (target p99 < 1 s): as 2, each sample starting at rest;
 //  6. rollout: from changing the image of every owner until every child's pod template has the new image.
 //
 // Children are observed through a Deployment informer in the scenario's namespace (the observation time of a
@@ -315,7 +315,7 @@ func (r *yadRun) newPoolsSteady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	note := fmt.Sprintf("NodePool create → its %d children seen, %d samples with %d pools, each at rest (PF-5 target: p99 < 1 s)",
+	note := fmt.Sprintf("NodePool create → its %d children seen, %d samples with %d pools, each at rest (target: p99 < 1 s)",
 		r.cfg.owners, len(lat), r.cfg.pools)
 	if after := r.managerSample(ctx); before != nil && after != nil {
 		note += "; in the manager: " + managerBreakdown(before, after)

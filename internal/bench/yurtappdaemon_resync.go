@@ -18,7 +18,7 @@ import (
 // The no-op resync step.
 //
 // Trigger: one label is added to one selected NodePool. Every owner selects the pool before and after, so the
-// NodePool handler enqueues all O owners (YC-2: label changes of a pool reach the owners whose selector matches
+// NodePool handler enqueues all O owners (label changes of a pool reach the owners whose selector matches
 // its old or new labels) and each runs a full pass over every pool and child that must find nothing to do. The
 // owners themselves are not touched: a metadata-only change of an owner does not enqueue it, so that
 // would measure nothing.

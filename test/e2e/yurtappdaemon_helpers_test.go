@@ -248,7 +248,7 @@ func expectOwnerSettled(g Gomega, k ownerKind, ns, name string, pools ...string)
 	return o
 }
 
-// childName is the deterministic child name of spec YC-9: <owner>-<pool> when it fits the workload kind's
+// childName is the deterministic child name: <owner>-<pool> when it fits the workload kind's
 // limit, else a prefix cut to limit-11 characters and the first 10 hex characters of
 // SHA-256("<owner>/<pool>").
 func childName(owner, pool string, statefulSet bool) string {

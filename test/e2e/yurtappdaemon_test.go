@@ -17,7 +17,7 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 )
 
-// YurtAppDaemon and UnitedDaemonSet end to end (spec yurtappdaemon.md §11, e2e): the real manager renders one
+// YurtAppDaemon and UnitedDaemonSet end to end (docs/yurtappdaemon.md): the real manager renders one
 // child per selected NodePool; the real kube-controller-manager runs the Deployments and StatefulSets and
 // garbage-collects; the real kube-scheduler places the pods; kwok runs them on fake nodes. Every scenario runs
 // for both owner kinds. Each spec has its own namespace and its own pools (unique names, selected by a label

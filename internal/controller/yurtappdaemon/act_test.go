@@ -69,7 +69,7 @@ func TestPerPoolFailures(t *testing.T) {
 	})
 }
 
-// TestCreateConflicts covers YC-11: an owned child the cache does not show is found by the create and synced
+// TestCreateConflicts: an owned child the cache does not show is found by the create and synced
 // (a foreign object of that name is a NameConflict: see TestReconcileClassification).
 func TestCreateConflicts(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {

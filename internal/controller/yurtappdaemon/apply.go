@@ -275,7 +275,7 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 		if attempt == upgradeAttempts || (!apierrors.IsConflict(err) && !apierrors.IsInvalid(err)) {
 			break
 		}
-		// Deliberate uncached read (as in YC-11): the cache holds no managedFields.
+		// Deliberate uncached read (like the one after a create conflict): the cache holds no managedFields.
 		fresh := &unstructured.Unstructured{}
 		fresh.SetGroupVersionKind(obj.GroupVersionKind())
 		if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
@@ -292,7 +292,7 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 }
 
 // getUncached reads a child that a create found to exist. It is the controller's one deliberate API read
-//: the cache holds only objects carrying the pool-name label, so a child whose label was removed by
+// : the cache holds only objects carrying the pool-name label, so a child whose label was removed by
 // hand, or a foreign object of that name, is invisible to it.
 func (r *Reconciler[T]) getUncached(ctx context.Context, adapter render.Adapter, namespace, name string) (client.Object, error) {
 	obj := adapter.NewObject()

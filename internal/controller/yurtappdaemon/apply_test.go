@@ -21,7 +21,7 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// TestReplicasHandoff covers YC-16: the live count is handed to drover-replicas-handoff before an apply
+// TestReplicasHandoff: the live count is handed to drover-replicas-handoff before an apply
 // that stops managing replicas, and it is unchanged afterwards.
 func TestReplicasHandoff(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
@@ -166,7 +166,7 @@ func TestManagedFieldsUpgradeRetriesLostRace(t *testing.T) {
 	})
 }
 
-// TestLoopGuard covers YC-24: a child whose apply result still differs from the body is not written again
+// TestLoopGuard: a child whose apply result still differs from the body is not written again
 // for the same rendering and generation.
 func TestLoopGuard(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {

@@ -10,11 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// benchPools is the pool count of PF-5's scale target.
+// benchPools is the pool count of the scale target (docs/yurtappdaemon.md).
 const benchPools = 1000
 
 // BenchmarkNoopReconcile measures one pass of an owner selecting 1,000 pools whose children are all in
-// sync (PF-3, PF-5: at most 100 ms of CPU and no request). The reads go to the fake client, which copies
+// sync (the target: at most 100 ms of CPU and no request). The reads go to the fake client, which copies
 // every object it returns and so costs more than the manager's cache: the figure is an upper bound. The
 // benchmark fails if a pass writes anything.
 func BenchmarkNoopReconcile(b *testing.B) {
@@ -60,7 +60,7 @@ func settledFixture(b *testing.B, k kindCase) *fixture {
 }
 
 // BenchmarkNewPoolReconcile measures the pass that serves one new pool of an owner already serving 1,000
-// (PF-5's critical path, per owner): the pass creates the pool's child, hands its fields over and writes the
+// (the new-pool latency's critical path, per owner): the pass creates the pool's child, hands its fields over and writes the
 // status: 3 writes. Creating the pool is not timed. Against the fake client, an upper bound far above the
 // manager's cost: the fake answers an indexed List (the orphan lookup, the owned children) by scanning and
 // copying every object of the namespace, where the cache looks the index up.

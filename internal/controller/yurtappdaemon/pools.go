@@ -52,7 +52,7 @@ func listPools(ctx context.Context, c client.Reader, spec *openyurtv1alpha1.Yurt
 	return selectPools(list.Items, sel), nil
 }
 
-// selectPools applies YC-4 to pools read from the cache: a pool is eligible iff its labels match sel, it is
+// selectPools picks the eligible pools among those read from the cache: a pool is eligible iff its labels match sel, it is
 // not being deleted and its name is a valid label value. Selected pools with invalid names are reported.
 // Labels and taints are copied, so rendering never shares maps with the cache.
 func selectPools(pools []openyurtv1beta1.NodePool, sel labels.Selector) poolSet {

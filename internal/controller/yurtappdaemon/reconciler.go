@@ -218,9 +218,10 @@ func (r *Reconciler[T]) act(ctx context.Context, p *pass) {
 	r.deleteChildren(ctx, p)
 }
 
-// validateSpec applies the webhook's structural rules the controller relies on: WH-3 … WH-6
-// and WH-8. WH-7 is not enforced here: a negative revisionHistoryLimit counts as 0, and the pool
-// nodeSelector key is overwritten by rendering anyway.
+// validateSpec applies the webhook's structural rules the controller relies on: exactly one template
+// member, a valid selector matching the template's pod labels, a valid nodepoolSelector, and well-formed
+// tweaks. revisionHistoryLimit and the template's nodeSelector are not checked here: a negative
+// revisionHistoryLimit counts as 0, and the pool nodeSelector key is overwritten by rendering anyway.
 func validateSpec(spec *openyurtv1alpha1.YurtAppDaemonSpec) field.ErrorList {
 	errs := render.ValidateRenderable(spec, field.NewPath("spec"))
 	if len(errs) == 0 && spec.TemplateType() == "" {

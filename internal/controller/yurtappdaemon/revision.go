@@ -183,7 +183,7 @@ func cacheBehind(err error) bool {
 }
 
 // promoteRevision makes cr the newest revision: its number is raised to top+1 unless it already is the
-// highest (a rollback to an earlier template, YC-19).
+// highest (a rollback to an earlier template).
 func (r *Reconciler[T]) promoteRevision(ctx context.Context, cr *appsv1.ControllerRevision, top int64) (*appsv1.ControllerRevision, error) {
 	if cr.Revision >= top {
 		return cr.DeepCopy(), nil

@@ -184,7 +184,7 @@ func hideRevisionLists() interceptor.Funcs {
 	}}
 }
 
-// TestRevisionHistory covers YC-20: the oldest revisions beyond the limit are deleted after the status write,
+// TestRevisionHistory: the oldest revisions beyond the limit are deleted after the status write,
 // never the current one nor one a child still names.
 func TestRevisionHistory(t *testing.T) {
 	tests := map[string]struct {

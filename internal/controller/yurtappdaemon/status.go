@@ -143,7 +143,7 @@ func messagesOf(failures []failure, reasons ...string) string {
 	return strings.Join(msgs, "; ")
 }
 
-// stoppedEarly sets c for a pass that stopped before its actions (§4.2 steps 2–4: invalid spec, revision or
+// stoppedEarly sets c for a pass that stopped before its actions (invalid spec, revision or
 // pool read failed), whose first failure says why, and reports whether it did.
 func stoppedEarly(c *metav1.Condition, p *pass, failures []failure) bool {
 	switch {
@@ -228,7 +228,7 @@ func updatedCondition(p *pass, failures []failure) metav1.Condition {
 	return c
 }
 
-// failureCondition is WorkLoadFailure: True while something fails, with the first reason in §7's order and
+// failureCondition is WorkLoadFailure: True while something fails, with the first reason in the order of failures() and
 // a message aggregating all of them.
 func failureCondition(failures []failure) metav1.Condition {
 	c := metav1.Condition{Type: openyurtv1alpha1.WorkLoadFailure}

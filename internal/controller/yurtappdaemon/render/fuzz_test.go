@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzRender feeds random specs and pools through Render, ValidateSpec and the helpers: none may panic
-//, and a rendered body must be in sync with itself.
+// , and a rendered body must be in sync with itself.
 func FuzzRender(f *testing.F) {
 	seeds := []struct{ spec, pool string }{
 		{`{}`, `{}`},

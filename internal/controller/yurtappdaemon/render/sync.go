@@ -165,7 +165,7 @@ func keysEqual(a, b []any) bool {
 	return true
 }
 
-// isZero reports whether v is unset or zero in the sense of YC-23.
+// isZero reports whether v is unset or zero in the sense of the sync check: an unset field and its zero value are in sync.
 func isZero(v any) bool {
 	switch x := v.(type) {
 	case nil:
