@@ -291,8 +291,8 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 	return true
 }
 
-// getUncached reads a child that a create found to exist. It is the controller's one deliberate API read
-// : the cache holds only objects carrying the pool-name label, so a child whose label was removed by
+// getUncached reads a child that a create found to exist. It is the controller's one deliberate API read:
+// the cache holds only objects carrying the pool-name label, so a child whose label was removed by
 // hand, or a foreign object of that name, is invisible to it.
 func (r *Reconciler[T]) getUncached(ctx context.Context, adapter render.Adapter, namespace, name string) (client.Object, error) {
 	obj := adapter.NewObject()

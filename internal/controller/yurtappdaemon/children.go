@@ -185,8 +185,8 @@ func byName(a, b client.Object) int { return strings.Compare(a.GetName(), b.GetN
 
 // findOrphans returns, for the pools about to get a child, an orphan the owner may adopt: an object
 // of the template kind in the owner's namespace, without a controller ownerReference, whose labels match
-// spec.selector and whose pool-name label names one of those pools. Only such objects are in the cache
-// , so this is a cached read.
+// spec.selector and whose pool-name label names one of those pools. Only such objects are in the cache,
+// so this is a cached read.
 func findOrphans(ctx context.Context, c client.Reader, owner openyurtv1alpha1.Owner, adapter render.Adapter,
 	pools []string) (map[string]client.Object, error) {
 	if len(pools) == 0 {
