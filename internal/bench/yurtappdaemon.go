@@ -30,17 +30,17 @@ import (
 	"github.com/drover-dev/drover/internal/scheme"
 )
 
-// The YurtAppDaemon scenario (spec yurtappdaemon.md §8, PF-5): P NodePools and O YurtAppDaemons that select
+// The YurtAppDaemon scenario: P NodePools and O YurtAppDaemons that select
 // all of them, so the manager keeps P×O child Deployments. Measured, in order:
 //
 //  1. fan-out: from creating the O owners until all P×O children exist;
 //  2. new pool, busy: from creating one more NodePool until its O children exist, repeated (p50/p99), right
 //     after the fan-out while kube-controller-manager still works through it;
 //  3. the writes each child creation cost, once everything has come to rest, and whether every child's
-//     create-time fields were handed to drover's apply (YC-22);
+//     create-time fields were handed to drover's apply;
 //  4. no-op resync: the API writes caused by a NodePool event that changes no owner's selection, so that every
 //     owner runs a full pass over all pools that has nothing to do (target: zero writes);
-//  5. new pool, steady state (PF-5, target p99 < 1 s): as 2, each sample starting at rest;
+//  5. new pool, steady state (target p99 < 1 s): as 2, each sample starting at rest;
 //  6. rollout: from changing the image of every owner until every child's pod template has the new image.
 //
 // Children are observed through a Deployment informer in the scenario's namespace (the observation time of a
@@ -60,7 +60,7 @@ const (
 	yadImageV2    = "registry.example/bench-yad:2"
 	// yadWorkers is the number of parallel clients that create the pools.
 	yadWorkers = 32
-	// yadControllerName is the controller name of YurtAppDaemon in controller-runtime's metrics (YC-1).
+	// yadControllerName is the controller name of YurtAppDaemon in controller-runtime's metrics.
 	yadControllerName = "yurtappdaemon"
 )
 
@@ -201,7 +201,7 @@ func (r *yadRun) cleanup(deleteNamespace func()) {
 }
 
 // createPools creates the P pools with parallel clients. They have no member nodes: a pool without members
-// still gets its children (YC-6), whose pods would stay Pending.
+// still gets its children, whose pods would stay Pending.
 func (r *yadRun) createPools(ctx context.Context) error {
 	start := time.Now()
 	names := make([]string, r.cfg.pools)
@@ -307,7 +307,7 @@ func (r *yadRun) newPoolsBusy(ctx context.Context) error {
 	return nil
 }
 
-// newPoolsSteady measures the new-pool latency in steady state (PF-5): each sample starts once the API writes
+// newPoolsSteady measures the new-pool latency in steady state: each sample starts once the API writes
 // caused by the previous one have come to rest.
 func (r *yadRun) newPoolsSteady(ctx context.Context) error {
 	before := r.managerSample(ctx)
@@ -315,7 +315,7 @@ func (r *yadRun) newPoolsSteady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	note := fmt.Sprintf("NodePool create → its %d children seen, %d samples with %d pools, each at rest (PF-5 target: p99 < 1 s)",
+	note := fmt.Sprintf("NodePool create → its %d children seen, %d samples with %d pools, each at rest (target: p99 < 1 s)",
 		r.cfg.owners, len(lat), r.cfg.pools)
 	if after := r.managerSample(ctx); before != nil && after != nil {
 		note += "; in the manager: " + managerBreakdown(before, after)

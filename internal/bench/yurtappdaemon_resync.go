@@ -18,9 +18,9 @@ import (
 // The no-op resync step.
 //
 // Trigger: one label is added to one selected NodePool. Every owner selects the pool before and after, so the
-// NodePool handler enqueues all O owners (YC-2: label changes of a pool reach the owners whose selector matches
+// NodePool handler enqueues all O owners (label changes of a pool reach the owners whose selector matches
 // its old or new labels) and each runs a full pass over every pool and child that must find nothing to do. The
-// owners themselves are not touched: a metadata-only change of an owner does not enqueue it (YC-2), so that
+// owners themselves are not touched: a metadata-only change of an owner does not enqueue it, so that
 // would measure nothing.
 //
 // Count: the kube-apiserver's apiserver_request_total, read from its /metrics before and after, for the
@@ -184,7 +184,7 @@ func (r *yadRun) managerScraper(ctx context.Context) (*metricsScraper, func()) {
 // creationWrites reports the writes to child Deployments per child created so far (fan-out and new pools;
 // kube-controller-manager's status writes excluded) and how many children still have fields under the
 // create's Update entry of drover's field manager: those fields cannot be removed by a later apply that omits
-// them (YC-22), so the count should be 0.
+// them, so the count should be 0.
 func (r *yadRun) creationWrites(ctx context.Context, now map[string]float64) error {
 	var childWrites float64
 	for k, v := range subtractCounts(now, r.writesBefore) {

@@ -10,7 +10,7 @@ import (
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 )
 
-// CacheOptions returns the manager cache configuration drover's controllers are written for (PF-2):
+// CacheOptions returns the manager cache configuration drover's controllers are written for:
 // Deployments and StatefulSets are cached only when they carry apps.openyurt.io/pool-name, so drover never
 // caches every workload of the cluster, and cached objects drop managedFields, which no controller reads.
 func CacheOptions() cache.Options {

@@ -29,23 +29,23 @@ import (
 // +kubebuilder:webhook:path=/mutate-apps-openyurt-io-v1alpha1-uniteddaemonset,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps.openyurt.io,resources=uniteddaemonsets,verbs=create;update,versions=v1alpha1,name=muniteddaemonset.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:path=/validate-apps-openyurt-io-v1alpha1-uniteddaemonset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.openyurt.io,resources=uniteddaemonsets,verbs=create;update,versions=v1alpha1,name=vuniteddaemonset.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
 
-// SetupYurtAppDaemonWebhook registers the YurtAppDaemon defaulting and validating webhooks (WH-1 … WH-13).
+// SetupYurtAppDaemonWebhook registers the YurtAppDaemon defaulting and validating webhooks.
 func SetupYurtAppDaemonWebhook(mgr manager.Manager) error {
 	return setupOwnerWebhook(mgr, &openyurtv1alpha1.YurtAppDaemon{}, &openyurtv1alpha1.UnitedDaemonSet{})
 }
 
-// SetupUnitedDaemonSetWebhook registers the UnitedDaemonSet defaulting and validating webhooks (WH-1 … WH-13).
+// SetupUnitedDaemonSetWebhook registers the UnitedDaemonSet defaulting and validating webhooks.
 func SetupUnitedDaemonSetWebhook(mgr manager.Manager) error {
 	return setupOwnerWebhook(mgr, &openyurtv1alpha1.UnitedDaemonSet{}, &openyurtv1alpha1.YurtAppDaemon{})
 }
 
-// setupOwnerWebhook registers the webhooks of the owner kind T; other is the other owner kind (WH-9).
+// setupOwnerWebhook registers the webhooks of the owner kind T; other is the other owner kind.
 func setupOwnerWebhook[T openyurtv1alpha1.Owner](mgr manager.Manager, obj T, other client.Object) error {
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
 		return fmt.Errorf("looking up the owner kind: %w", err)
 	}
-	// WH-9 reads the other kind from the manager's cache. Its informer is registered here, so that it is
+	// The same-name check reads the other kind from the manager's cache. Its informer is registered here, so that it is
 	// cached on every replica (all serve webhooks; the owner controllers run on the leader only) whatever
 	// --controllers says. A kind the API server does not serve has no objects to clash with.
 	if _, err := mgr.GetCache().GetInformer(context.Background(), other); err != nil && !meta.IsNoMatchError(err) {
@@ -69,7 +69,7 @@ func setupOwnerWebhook[T openyurtv1alpha1.Owner](mgr manager.Manager, obj T, oth
 	return nil
 }
 
-// OwnerDefaulter defaults YurtAppDaemons or UnitedDaemonSets on CREATE and UPDATE (WH-1).
+// OwnerDefaulter defaults YurtAppDaemons or UnitedDaemonSets on CREATE and UPDATE.
 type OwnerDefaulter[T openyurtv1alpha1.Owner] struct{}
 
 var (
@@ -77,17 +77,17 @@ var (
 	_ admission.Defaulter[*openyurtv1alpha1.UnitedDaemonSet] = OwnerDefaulter[*openyurtv1alpha1.UnitedDaemonSet]{}
 )
 
-// Default applies WH-1. The status is cleared only on CREATE, read from the admission request in ctx.
+// Default applies the defaults (see DefaultOwner). The status is cleared only on CREATE, read from the admission request in ctx.
 func (OwnerDefaulter[T]) Default(ctx context.Context, obj T) error {
 	req, err := admission.RequestFromContext(ctx)
 	DefaultOwner(obj, err == nil && req.Operation == admissionv1.Create)
 	return nil
 }
 
-// defaultRevisionHistoryLimit is the revisionHistoryLimit of an owner that sets none (WH-1).
+// defaultRevisionHistoryLimit is the revisionHistoryLimit of an owner that sets none.
 const defaultRevisionHistoryLimit int32 = 10
 
-// DefaultOwner applies WH-1 to obj: revisionHistoryLimit defaults to 10 and spec.selector is copied into the
+// DefaultOwner applies the defaults to obj: revisionHistoryLimit defaults to 10 and spec.selector is copied into the
 // chosen template's spec.selector, as upstream; create also clears the status. Pod-level fields are not
 // defaulted (upstream forced imagePullPolicy: Always): the API server defaults each child when it is created.
 func DefaultOwner(obj openyurtv1alpha1.Owner, create bool) {
@@ -107,17 +107,17 @@ func DefaultOwner(obj openyurtv1alpha1.Owner, create bool) {
 	}
 }
 
-// OwnerValidator validates YurtAppDaemons or UnitedDaemonSets on CREATE and UPDATE (WH-2 … WH-13); T selects
+// OwnerValidator validates YurtAppDaemons or UnitedDaemonSets on CREATE and UPDATE; T selects
 // the kind. DELETE is always allowed (and not registered).
 type OwnerValidator[T openyurtv1alpha1.Owner] struct {
 	// GVK is the owner kind validated.
 	GVK schema.GroupVersionKind
-	// Other is an empty object of the other owner kind, whose namesake WH-9 looks for. It is copied before use.
+	// Other is an empty object of the other owner kind, whose namesake the same-name check looks for. It is copied before use.
 	Other client.Object
-	// Cache is the manager's cache, read for the other owner kind (WH-9). Nil skips WH-9.
+	// Cache is the manager's cache, read for the other owner kind. Nil skips the same-name check.
 	Cache client.Reader
-	// DryRun sends the server-side dry-run creates of WH-10. Its writes must reach the API server, never a
-	// cache; the manager's client does that. Nil skips WH-10.
+	// DryRun sends the server-side dry-run creates of the template. Its writes must reach the API server, never a
+	// cache; the manager's client does that. Nil skips the dry run.
 	DryRun client.Writer
 }
 
@@ -127,14 +127,15 @@ var (
 )
 
 const (
-	// otherKindTimeout bounds the cache read of WH-9, so that an informer that is still syncing cannot use
+	// otherKindTimeout bounds the cache read of the same-name check, so that an informer that is still syncing cannot use
 	// up the webhook's 10 s.
 	otherKindTimeout = 2 * time.Second
-	// dryRunBudget bounds all dry runs of one request (WH-10) within the webhook's 10 s.
+	// dryRunBudget bounds all dry runs of one request within the webhook's 10 s.
 	dryRunBudget = 6 * time.Second
 )
 
-// ValidateCreate applies WH-2 … WH-10 and returns the template warnings.
+// ValidateCreate applies the name length, structural, same-name and dry-run checks and returns the
+// template warnings.
 func (v OwnerValidator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
 	errs := ValidateOwner(obj, nil)
 	warnings := templateWarnings(ctx)
@@ -147,8 +148,8 @@ func (v OwnerValidator[T]) ValidateCreate(ctx context.Context, obj T) (admission
 	return warnings, v.invalid(obj, errs)
 }
 
-// ValidateUpdate applies WH-3 … WH-8 (ratcheted), WH-10 when the template or the tweaks changed, and
-// WH-11 … WH-13. Template warnings are returned only when the template changed.
+// ValidateUpdate applies the structural rules (ratcheted), the dry run when the template or the tweaks
+// changed, and the immutability rules (selector, template kind, StatefulSet fields). Template warnings are returned only when the template changed.
 func (v OwnerValidator[T]) ValidateUpdate(ctx context.Context, oldObj, newObj T) (admission.Warnings, error) {
 	errs := ValidateOwner(newObj, oldObj)
 	var warnings admission.Warnings
@@ -174,11 +175,11 @@ func (v OwnerValidator[T]) invalid(obj T, errs field.ErrorList) error {
 	return apierrors.NewInvalid(v.GVK.GroupKind(), obj.GetName(), errs)
 }
 
-// validateOtherKind applies WH-9 (CREATE, SHOULD): a YurtAppDaemon and a UnitedDaemonSet with the same
+// validateOtherKind rejects on CREATE a YurtAppDaemon and a UnitedDaemonSet with the same
 // namespace and name would render children with the same names, so the second of the pair is rejected. The
 // other kind is read from the manager's cache. When that kind is not served or not cached the check is
 // skipped; any other failure to read admits the request with a warning, since the controller still reports
-// the resulting NameConflict (YC-11).
+// the resulting NameConflict.
 func (v OwnerValidator[T]) validateOtherKind(ctx context.Context, obj T) (field.ErrorList, admission.Warnings) {
 	if v.Cache == nil || v.Other == nil || obj.GetName() == "" { // no name yet: generateName is resolved later
 		return nil, nil

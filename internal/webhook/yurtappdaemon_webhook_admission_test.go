@@ -337,7 +337,7 @@ func TestOwnerValidatorDryRun(t *testing.T) {
 	})
 }
 
-// checkDryRunChild checks what WH-10 sends: a dry-run create of a Deployment for the placeholder pool with
+// checkDryRunChild checks what the dry run sends: a dry-run create of a Deployment for the placeholder pool with
 // generateName, in the owner's namespace, without ownerReferences.
 func checkDryRunChild(t *testing.T, obj *unstructured.Unstructured, opts []client.CreateOption) {
 	t.Helper()

@@ -19,13 +19,13 @@ import (
 )
 
 const (
-	// dryRunPool is the placeholder pool the template is rendered for in the dry runs of WH-10, as in WH-8.
+	// dryRunPool is the placeholder pool the template is rendered for in the dry runs, as in the tweak validation.
 	dryRunPool = render.PlaceholderPoolName
 	// dryRunRevision is the revision label of the dry-run children; any valid label value does.
 	dryRunRevision = "dry-run"
 )
 
-// dryRunTemplate applies WH-10: Kubernetes' own validation of the template, which drover cannot import. The
+// dryRunTemplate applies Kubernetes' own validation of the template, which drover cannot import. The
 // child is rendered for a placeholder pool, with generateName and without ownerReferences (on CREATE the
 // owner has no UID yet), and sent as a server-side dry-run create in the owner's namespace: once as the
 // template renders, and once more for each tweak with images or patches, with that tweak applied.
@@ -118,7 +118,7 @@ func (v OwnerValidator[T]) dryRunCreate(ctx context.Context, obj openyurtv1alpha
 		Revision:  dryRunRevision,
 	})
 	if err != nil || res == nil || res.Body == nil {
-		return nil, nil //nolint:nilerr // a render failure is the structural rules' to report (WH-8)
+		return nil, nil //nolint:nilerr // a render failure is the structural rules' to report
 	}
 	child := res.Body.DeepCopy()
 	child.SetNamespace(namespace)
@@ -137,7 +137,7 @@ func (v OwnerValidator[T]) dryRunCreate(ctx context.Context, obj openyurtv1alpha
 	}
 }
 
-// dryRunWarnings turns a dry-run failure that is not Invalid into the admission warning of WH-10.
+// dryRunWarnings turns a dry-run failure that is not Invalid into an admission warning.
 func dryRunWarnings(err error) admission.Warnings {
 	return admission.Warnings{fmt.Sprintf(
 		"the workload template was not checked by Kubernetes (%v); the controller reports any error when it creates the children", err)}
@@ -165,9 +165,10 @@ func tweakChanged(oldObj openyurtv1alpha1.Owner, i int, tweak *openyurtv1alpha1.
 	return i >= len(old) || !equality.Semantic.DeepEqual(old[i], *tweak)
 }
 
-// blocksDryRun reports whether errs make the dry run pointless: no single template member (WH-3), or a bad
-// selector or pod labels (WH-4, WH-5), which the render copies into the child, so the API server would only
-// repeat them. Other errors, such as the nodeSelector rule of WH-7 (the render overrides that key) or WH-13,
+// blocksDryRun reports whether errs make the dry run pointless: no single template member, or a bad
+// selector or pod labels, which the render copies into the child, so the API server would only
+// repeat them. Other errors, such as the nodeSelector pool-key rule (the render overrides that key) or the StatefulSet
+// immutability rule,
 // leave the dry run meaningful, so its errors accumulate with theirs.
 func blocksDryRun(errs field.ErrorList, member string) bool {
 	labels := field.NewPath("spec", "workloadTemplate", member, "spec", "template", "metadata", "labels").String()

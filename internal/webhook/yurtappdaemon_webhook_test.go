@@ -36,7 +36,7 @@ type ownerKind struct {
 	other    func() client.Object
 	validate validateFunc
 	defaults func(ctx context.Context, obj openyurtv1alpha1.Owner) error
-	// handlers returns the admission handlers the webhook server runs, with WH-9 and WH-10 off.
+	// handlers returns the admission handlers the webhook server runs, with the same-name check and the dry run off.
 	handlers func() (mutating, validating admission.Handler)
 }
 
@@ -246,108 +246,108 @@ func TestValidateOwner(t *testing.T) {
 	}{
 		"valid Deployment owner":  {spec: deploymentSpec()},
 		"valid StatefulSet owner": {spec: statefulSetSpec()},
-		"WH-2: a name of 52 characters": {
+		"a name of 52 characters": {
 			name: strings.Repeat("a", maxOwnerNameLength), spec: deploymentSpec(),
 		},
-		"WH-2: a name of 53 characters": {
+		"a name of 53 characters": {
 			name: long, spec: deploymentSpec(),
 			want: []string{"FieldValueTooLong metadata.name"},
 		},
-		"WH-2: not checked on update": {
+		"not checked on update": {
 			name: long, spec: deploymentSpec(), oldName: long, oldSpec: deploymentSpec(),
 		},
-		"WH-3: no template": {
+		"no template": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.WorkloadTemplate.DeploymentTemplate = nil }),
 			want: []string{"FieldValueRequired spec.workloadTemplate"},
 		},
-		"WH-3: both templates": {
+		"both templates": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.WorkloadTemplate.StatefulSetTemplate = statefulSetSpec().WorkloadTemplate.StatefulSetTemplate
 			}),
 			want: []string{"FieldValueInvalid spec.workloadTemplate"},
 		},
-		"WH-4: no selector": {
+		"no selector": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.Selector = nil }),
 			want: []string{"FieldValueRequired spec.selector"},
 		},
-		"WH-4: empty selector": {
+		"empty selector": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.Selector = &metav1.LabelSelector{} }),
 			want: []string{"FieldValueInvalid spec.selector"},
 		},
-		"WH-4: selector with the pool-name key": {
+		"selector with the pool-name key": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "dns", openyurtv1alpha1.LabelPoolName: "x"}}
 				deployPod(s).Labels[openyurtv1alpha1.LabelPoolName] = "x"
 			}),
 			want: []string{"FieldValueForbidden spec.selector", "FieldValueForbidden spec.workloadTemplate.deploymentTemplate.spec.template.metadata.labels"},
 		},
-		"WH-5: selector does not match the pod labels": {
+		"selector does not match the pod labels": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) { deployPod(s).Labels = map[string]string{"app": "web"} }),
 			want: []string{"FieldValueInvalid spec.workloadTemplate.deploymentTemplate.spec.template.metadata.labels"},
 		},
-		"WH-6: no nodepoolSelector": {
+		"no nodepoolSelector": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.NodePoolSelector = nil }),
 			want: []string{"FieldValueRequired spec.nodepoolSelector"},
 		},
-		"WH-6: invalid nodepoolSelector": {
+		"invalid nodepoolSelector": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.NodePoolSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "Near"}}}
 			}),
 			want: []string{"FieldValueInvalid spec.nodepoolSelector.matchExpressions[0].operator"},
 		},
-		"WH-7: negative revisionHistoryLimit": {
+		"negative revisionHistoryLimit": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.RevisionHistoryLimit = ptr.To[int32](-1) }),
 			want: []string{"FieldValueInvalid spec.revisionHistoryLimit"},
 		},
-		"WH-7: nodeSelector with the pool key": {
+		"nodeSelector with the pool key": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				deployPod(s).Spec.NodeSelector = map[string]string{openyurtv1beta1.LabelCurrentNodePool: "east", "zone": "a"}
 			}),
 			want: []string{"FieldValueForbidden spec.workloadTemplate.deploymentTemplate.spec.template.spec.nodeSelector"},
 		},
-		"WH-8: tweak without pools or selector": {
+		"tweak without pools or selector": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{{Tweaks: openyurtv1alpha1.Tweaks{Replicas: ptr.To[int32](2)}}}
 			}),
 			want: []string{"FieldValueRequired spec.workloadTweaks[0]"},
 		},
-		"WH-8: image of an unknown container": {
+		"image of an unknown container": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{{Pools: []string{"east"}, Tweaks: openyurtv1alpha1.Tweaks{
 					ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "init", TargetImage: "busybox:2"}, {Name: "sidecar", TargetImage: "x:1"}}}}}
 			}),
 			want: []string{"FieldValueNotFound spec.workloadTweaks[0].tweaks.containerImages[1].name"},
 		},
-		"WH-8: patch on a protected path": {
+		"patch on a protected path": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{{Pools: []string{"east"}, Tweaks: openyurtv1alpha1.Tweaks{
 					Patches: []openyurtv1alpha1.Patch{{Path: "/spec/selector/matchLabels/x", Operation: openyurtv1alpha1.PatchRemove}}}}}
 			}),
 			want: []string{"FieldValueForbidden spec.workloadTweaks[0].tweaks.patches[0].path"},
 		},
-		"WH-11: selector changed": {
+		"selector changed": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "dns", "tier": "edge"}}
 			}),
 			oldSpec: deploymentSpec(),
 			want:    []string{"FieldValueForbidden spec.selector"},
 		},
-		"WH-11: a first selector may be set": {
+		"a first selector may be set": {
 			spec:    deploymentSpec(),
 			oldSpec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.Selector = nil }),
 		},
-		"WH-12: template kind switched": {
+		"template kind switched": {
 			spec: statefulSetSpec(), oldSpec: deploymentSpec(),
 			want: []string{"FieldValueForbidden spec.workloadTemplate"},
 		},
-		"WH-13: immutable StatefulSet field changed": {
+		"immutable StatefulSet field changed": {
 			spec: with(statefulSetSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.WorkloadTemplate.StatefulSetTemplate.Spec.ServiceName = "other"
 			}),
 			oldSpec: statefulSetSpec(),
 			want:    []string{"FieldValueForbidden spec.workloadTemplate.statefulSetTemplate.spec"},
 		},
-		"WH-13: mutable StatefulSet fields may change": {
+		"mutable StatefulSet fields may change": {
 			spec: with(statefulSetSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				sts := &s.WorkloadTemplate.StatefulSetTemplate.Spec
 				sts.Replicas, sts.MinReadySeconds = ptr.To[int32](3), 5
@@ -356,7 +356,7 @@ func TestValidateOwner(t *testing.T) {
 			}),
 			oldSpec: statefulSetSpec(),
 		},
-		"WH-13: Deployment fields may change": {
+		"Deployment fields may change": {
 			spec: with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				d := &s.WorkloadTemplate.DeploymentTemplate.Spec
 				d.Strategy.Type, d.MinReadySeconds, d.Paused = appsv1.RecreateDeploymentStrategyType, 5, true

@@ -14,12 +14,12 @@ import (
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
 )
 
-// maxOwnerNameLength keeps ControllerRevision names (<owner prefix>-<hash>) within a label value (WH-2, YC-18).
+// maxOwnerNameLength keeps ControllerRevision names (<owner prefix>-<hash>) within a label value.
 const maxOwnerNameLength = 52
 
-// ValidateOwner returns every violation by newObj of the rules that need no client: WH-2 … WH-8 and, on
-// UPDATE, WH-11 … WH-13. oldObj is nil on CREATE. The structural rules WH-3 … WH-8 are the render package's,
-// shared with the controller. On UPDATE the rules drover adds to OpenYurt's are ratcheted (see ratchet).
+// ValidateOwner returns every violation by newObj of the rules that need no client: the name length and
+// the structural rules and, on UPDATE, the immutability rules. oldObj is nil on CREATE. The structural
+// rules are the render package's, shared with the controller. On UPDATE the rules drover adds to OpenYurt's are ratcheted (see ratchet).
 func ValidateOwner(newObj, oldObj openyurtv1alpha1.Owner) field.ErrorList {
 	spec := field.NewPath("spec")
 	if oldObj == nil {
@@ -36,23 +36,24 @@ func ValidateOwner(newObj, oldObj openyurtv1alpha1.Owner) field.ErrorList {
 	return append(errs, validateOwnerImmutable(newObj.DaemonSpec(), oldObj.DaemonSpec())...)
 }
 
-// validateOwnerImmutable applies WH-11 … WH-13.
+// validateOwnerImmutable applies the immutability rules: the selector, the template kind, and the
+// StatefulSet fields Kubernetes forbids to change.
 func validateOwnerImmutable(newSpec, oldSpec *openyurtv1alpha1.YurtAppDaemonSpec) field.ErrorList {
 	var errs field.ErrorList
 	tmplPath := field.NewPath("spec", "workloadTemplate")
-	// WH-11. Like the CRD rule (self == oldSelf), this binds only once a selector was stored: an object stored
+	// The selector. Like the CRD rule (self == oldSelf), this binds only once a selector was stored: an object stored
 	// without one (past the webhook) may get its first.
 	if oldSpec.Selector != nil && !equality.Semantic.DeepEqual(newSpec.Selector, oldSpec.Selector) {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "selector"), "selector is immutable"))
 	}
 	oldKind, newKind := oldSpec.TemplateType(), newSpec.TemplateType()
 	switch {
-	case oldKind == "" || newKind == "": // WH-3 reports the new one; an old one without a kind binds nothing
-	case oldKind != newKind: // WH-12
+	case oldKind == "" || newKind == "": // the structural rules report the new one; an old one without a kind binds nothing
+	case oldKind != newKind: // the template kind cannot switch
 		errs = append(errs, field.Forbidden(tmplPath,
 			fmt.Sprintf("the template kind cannot be changed (from %s to %s)", oldKind, newKind)))
-	default: // WH-13
-		// The template's spec.selector is left to WH-11: WH-1 copies spec.selector into it.
+	default: // StatefulSet fields Kubernetes forbids to change
+		// The template's spec.selector is left to the selector rule: defaulting copies spec.selector into it.
 		if a, ok := render.AdapterFor(newKind); ok {
 			errs = append(errs, a.ImmutableChanges(&oldSpec.WorkloadTemplate, &newSpec.WorkloadTemplate, tmplPath)...)
 		}
@@ -93,8 +94,8 @@ func ratchet(newErrs, oldErrs field.ErrorList, newObj, oldObj openyurtv1alpha1.O
 	return out
 }
 
-// droverRule reports whether e comes from a rule drover adds to OpenYurt's (marked [B] in §6.2): WH-6, WH-8,
-// the pool-name key rules of WH-4 and WH-5 and the nodeSelector rule of WH-7. The exact-one-template rule,
+// droverRule reports whether e comes from a rule drover adds to OpenYurt's: the nodepoolSelector and tweak
+// rules, the pool-name key rules of the selector and the pod labels, and the nodeSelector pool-key rule. The exact-one-template rule,
 // the selector's validity and match, and revisionHistoryLimit ≥ 0 are OpenYurt's.
 func droverRule(e *field.Error) bool {
 	switch {

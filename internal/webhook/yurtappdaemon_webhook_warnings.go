@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// usedTemplateMetadata are the template metadata fields rendering uses; the others are ignored (§2.2).
+// usedTemplateMetadata are the template metadata fields rendering uses; the others are ignored.
 // creationTimestamp is left out too: Go clients send it as null.
 var usedTemplateMetadata = sets.New("labels", "annotations", "creationTimestamp")
 
@@ -31,7 +31,7 @@ func templateWarnings(ctx context.Context) admission.Warnings {
 }
 
 // TemplateWarnings returns the warnings for the workload template of a raw owner object. Only fields unknown
-// to Kubernetes' own types (as vendored by drover) are reported; values are the dry run's to check (WH-10).
+// to Kubernetes' own types (as vendored by drover) are reported; values are the dry run's to check.
 func TemplateWarnings(raw []byte) admission.Warnings {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {

@@ -248,7 +248,7 @@ func expectOwnerSettled(g Gomega, k ownerKind, ns, name string, pools ...string)
 	return o
 }
 
-// childName is the deterministic child name of spec YC-9: <owner>-<pool> when it fits the workload kind's
+// childName is the deterministic child name: <owner>-<pool> when it fits the workload kind's
 // limit, else a prefix cut to limit-11 characters and the first 10 hex characters of
 // SHA-256("<owner>/<pool>").
 func childName(owner, pool string, statefulSet bool) string {
@@ -278,7 +278,7 @@ func getDeployment(g Gomega, ns, name string) *appsv1.Deployment {
 	return d
 }
 
-// expectChildRendered checks what every child carries for its pool and owner (spec §4.5): identity labels
+// expectChildRendered checks what every child carries for its pool and owner: identity labels
 // and annotation, the selector, the pod labels (without the revision label), the pool's nodeSelector next to
 // the user's, and the controller ownerReference. The arguments are the child's metadata, selector and pod
 // template.

@@ -17,7 +17,7 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 )
 
-// YurtAppDaemon and UnitedDaemonSet end to end (spec yurtappdaemon.md §11, e2e): the real manager renders one
+// YurtAppDaemon and UnitedDaemonSet end to end (docs/yurtappdaemon.md): the real manager renders one
 // child per selected NodePool; the real kube-controller-manager runs the Deployments and StatefulSets and
 // garbage-collects; the real kube-scheduler places the pods; kwok runs them on fake nodes. Every scenario runs
 // for both owner kinds. Each spec has its own namespace and its own pools (unique names, selected by a label
@@ -198,7 +198,7 @@ func statefulSetFlavour(k ownerKind) {
 			client.MatchingLabels{openyurtv1alpha1.LabelPoolName: p.Name})).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(1), "one StatefulSet for pool %s", p.Name)
 		sts := &list.Items[0]
-		g.Expect(sts.Name).To(Equal(name), "deterministic name (YC-9)")
+		g.Expect(sts.Name).To(Equal(name), "deterministic name")
 		g.Expect(len(sts.Name)).To(BeNumerically("<=", 52))
 		expectChildRendered(g, o, k, p.Name, &sts.ObjectMeta, sts.Spec.Selector, &sts.Spec.Template)
 		g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal(image))

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
@@ -23,16 +24,39 @@ import (
 // ownerKind builds either owner kind, so every behaviour runs for YurtAppDaemon and UnitedDaemonSet alike.
 type ownerKind struct {
 	name string
-	new  func(name, ns string) openyurtv1alpha1.Owner
+	// controller is the controller's name, the controller label of its metrics.
+	controller string
+	new        func(name, ns string) openyurtv1alpha1.Owner
 }
 
 var ownerKinds = []ownerKind{
-	{name: "YurtAppDaemon", new: func(name, ns string) openyurtv1alpha1.Owner {
+	{name: "YurtAppDaemon", controller: "yurtappdaemon", new: func(name, ns string) openyurtv1alpha1.Owner {
 		return &openyurtv1alpha1.YurtAppDaemon{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	}},
-	{name: "UnitedDaemonSet", new: func(name, ns string) openyurtv1alpha1.Owner {
+	{name: "UnitedDaemonSet", controller: "uniteddaemonset", new: func(name, ns string) openyurtv1alpha1.Owner {
 		return &openyurtv1alpha1.UnitedDaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	}},
+}
+
+// reconcileTotal returns how many passes a controller finished so far
+// (controller_runtime_reconcile_total), to prove that a pass ran before asserting that it wrote nothing.
+func reconcileTotal(controllerName string) float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var total float64
+	for _, mf := range families {
+		if mf.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controllerName {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 func podTemplate(app, image string) corev1.PodTemplateSpec {
@@ -292,6 +316,7 @@ var _ = Describe("YurtAppDaemon and UnitedDaemonSet", func() {
 					return out
 				}
 				before := versions()
+				passes := reconcileTotal(kind.controller)
 				// A label on the owner's pools that changes no selection triggers every owner selecting them.
 				pools := &openyurtv1beta1.NodePoolList{}
 				Expect(k8sClient.List(ctx, pools, client.MatchingLabels{"group": group})).To(Succeed())
@@ -300,6 +325,8 @@ var _ = Describe("YurtAppDaemon and UnitedDaemonSet", func() {
 					p.Labels["touched"] = "yes"
 					Expect(k8sClient.Update(ctx, p)).To(Succeed())
 				}
+				// The touch must have caused a pass, or the check below proves nothing.
+				Eventually(func() float64 { return reconcileTotal(kind.controller) }).Should(BeNumerically(">", passes))
 				Consistently(versions, "2s", "200ms").Should(Equal(before))
 			})
 

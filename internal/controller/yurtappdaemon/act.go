@@ -6,66 +6,40 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // defaultMaxBatch caps slow-start batches when Options.MaxBatch is not set (--yurtappdaemon-max-batch).
 const defaultMaxBatch = 32
 
-// nameConflictError reports that a child's name is taken by an object the owner does not control (YC-11).
-// It fails only its pool: it does not stop the batches.
+// nameConflictError reports that a child's name is taken by an object the owner does not control. It fails
+// only its pool: it does not stop the batches.
 type nameConflictError struct{ name string }
 
 func (e *nameConflictError) Error() string {
 	return fmt.Sprintf("the name %s is taken by an object this owner does not control", e.name)
 }
 
-// attempt is the outcome of one call of a slow-start run; done is false for calls never made (pending).
-type attempt[O any] struct {
-	out  O
-	err  error
-	done bool
+// isNameConflict is the executor's Tolerate: a name conflict concerns only its own pool.
+func isNameConflict(err error) bool {
+	var nc *nameConflictError
+	return errors.As(err, &nc)
 }
 
-// slowStart calls fn for each item in batches of 1, 2, 4, … capped at maxBatch, the calls of one batch
-// concurrently (YC-26). After a batch with an error other than a name conflict, the remaining items are not
-// attempted. A panic in fn becomes its error.
-func slowStart[I, O any](ctx context.Context, items []I, maxBatch int, fn func(context.Context, I) (O, error)) []attempt[O] {
-	res := make([]attempt[O], len(items))
-	size := 1
-	for start := 0; start < len(items); {
-		end := min(start+size, len(items))
-		var wg sync.WaitGroup
-		for i := start; i < end; i++ {
-			wg.Go(func() {
-				defer func() {
-					if v := recover(); v != nil {
-						res[i] = attempt[O]{err: fmt.Errorf("panic: %v", v), done: true}
-					}
-				}()
-				out, err := fn(ctx, items[i])
-				res[i] = attempt[O]{out: out, err: err, done: true}
-			})
-		}
-		wg.Wait()
-		for i := start; i < end; i++ {
-			var nc *nameConflictError
-			if res[i].err != nil && !errors.As(res[i].err, &nc) {
-				return res
-			}
-		}
-		start = end
-		size = min(size*2, max(maxBatch, 1))
-	}
-	return res
+// executor runs the creates, updates and deletes of a pass: slow-start batches of 1, 2, 4, … capped at
+// MaxBatch; after a batch with a failure other than a name conflict, the rest of that kind of action waits
+// for the next pass.
+func (r *Reconciler[T]) executor() kit.Executor {
+	return kit.Executor{Max: r.maxBatch(), SlowStart: true, Tolerate: isNameConflict}
 }
 
 // createItem is a pool to give a child: created from its rendering, or an orphan adopted.
@@ -79,7 +53,7 @@ type createItem struct {
 const (
 	gotCreated = iota
 	gotAdopted
-	gotExisting // the create found an owned child the cache did not show (YC-11)
+	gotExisting // the create found an owned child the cache did not show
 )
 
 type createOut struct {
@@ -87,8 +61,8 @@ type createOut struct {
 	how   int
 }
 
-// createChildren gives each pool without a child one, adopting an orphan where there is one (YC-12) and
-// creating it otherwise (YC-11). Children found this way join the kept ones for the update step. When the
+// createChildren gives each pool without a child one, adopting an orphan where there is one and
+// creating it otherwise. Children found this way join the kept ones for the update step. When the
 // orphans cannot be read, no pool gets a child in this pass (one might be adoptable).
 func (r *Reconciler[T]) createChildren(ctx context.Context, p *pass) {
 	orphans, err := findOrphans(ctx, r.Client, p.owner, p.adapter, p.cls.create)
@@ -109,30 +83,50 @@ func (r *Reconciler[T]) createChildren(ctx context.Context, p *pass) {
 			items = append(items, item)
 		}
 	}
-	results := slowStart(ctx, items, r.maxBatch(), func(ctx context.Context, it createItem) (createOut, error) {
+	results := kit.Run(ctx, r.executor(), items, func(ctx context.Context, it createItem) (createOut, error) {
 		return r.createOne(ctx, p, it)
 	})
+	p.terminating = countHarmless(results)
 	for i, a := range results {
 		pool := items[i].pool
 		var nc *nameConflictError
 		switch {
-		case !a.done:
+		case !a.Done && p.terminating > 0:
+			// The namespace is being deleted: the remaining creates would be refused as well.
+		case !a.Done:
 			p.createPending = append(p.createPending, pool)
-		case errors.As(a.err, &nc):
+		case kit.Harmless(a.Err):
+		case errors.As(a.Err, &nc):
 			p.nameConflicts[pool] = nc.name
-		case a.err != nil:
-			p.createFailed[pool] = a.err
+		case a.Err != nil:
+			p.createFailed[pool] = a.Err
 		default:
-			p.cls.keep[pool] = a.out.child
-			switch a.out.how {
+			p.cls.keep[pool] = a.Out.child
+			switch a.Out.how {
 			case gotCreated:
-				p.created = append(p.created, a.out.child.GetName())
+				p.created = append(p.created, a.Out.child.GetName())
 				p.fresh.Insert(pool)
 			case gotAdopted:
-				p.adopted = append(p.adopted, a.out.child.GetName())
+				p.adopted = append(p.adopted, a.Out.child.GetName())
 			}
 		}
 	}
+	if p.terminating > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Skipped creating workloads: the namespace is being deleted", "pools", p.terminating)
+	}
+}
+
+// countHarmless counts the attempts refused because the namespace is being deleted. Nothing can be created
+// there any more, and the namespace's deletion removes the owner as well: such a refusal is no failure (no
+// error, no retry, no warning).
+func countHarmless[O any](results []kit.Attempt[O]) int {
+	n := 0
+	for _, a := range results {
+		if a.Done && kit.Harmless(a.Err) {
+			n++
+		}
+	}
+	return n
 }
 
 // createOne adopts or creates one pool's child.
@@ -163,7 +157,7 @@ func (r *Reconciler[T]) createOne(ctx context.Context, p *pass, it createItem) (
 }
 
 // adoptChild adds the owner's controller ownerReference to an orphan, with UID and resourceVersion
-// preconditions (YC-12).
+// preconditions.
 func (r *Reconciler[T]) adoptChild(ctx context.Context, p *pass, orphan client.Object) (client.Object, error) {
 	refs := append(slices.Clone(orphan.GetOwnerReferences()), controllerRef(p.owner, r.kind.gvk))
 	patch, err := adoptionPatch(orphan, refs, nil)
@@ -187,7 +181,7 @@ type updateItem struct {
 	res  *render.Result
 }
 
-// updateChildren applies the rendering of every kept child that is not in sync (YC-22 … YC-24). Children
+// updateChildren applies the rendering of every kept child that is not in sync. Children
 // created in this pass are in sync by construction.
 func (r *Reconciler[T]) updateChildren(ctx context.Context, p *pass) {
 	var items []updateItem
@@ -202,7 +196,7 @@ func (r *Reconciler[T]) updateChildren(ctx context.Context, p *pass) {
 		}
 		items = append(items, updateItem{pool: pool, live: live, res: res})
 	}
-	results := slowStart(ctx, items, r.maxBatch(), func(ctx context.Context, it updateItem) (client.Object, error) {
+	results := kit.Run(ctx, r.executor(), items, func(ctx context.Context, it updateItem) (client.Object, error) {
 		obj, err := r.applyChild(ctx, p.adapter, it.live, it.res, p.owner.GetUID())
 		countWrite(r.kind.gvk.Kind, opUpdate, err)
 		return obj, err
@@ -210,19 +204,19 @@ func (r *Reconciler[T]) updateChildren(ctx context.Context, p *pass) {
 	for i, a := range results {
 		pool := items[i].pool
 		switch {
-		case !a.done:
+		case !a.Done:
 			p.updatePending = append(p.updatePending, pool)
-		case a.err != nil:
-			p.updateFailed[pool] = a.err
+		case a.Err != nil:
+			p.updateFailed[pool] = a.Err
 		default:
-			p.cls.keep[pool] = a.out
-			p.updated = append(p.updated, a.out.GetName())
+			p.cls.keep[pool] = a.Out
+			p.updated = append(p.updated, a.Out.GetName())
 		}
 	}
 }
 
 // deleteChildren deletes the children of pools no longer eligible, the duplicates and, once their pool's
-// child of the template kind exists, the children of the other kind (YC-10, YC-13, YC-30).
+// child of the template kind exists, the children of the other kind.
 func (r *Reconciler[T]) deleteChildren(ctx context.Context, p *pass) {
 	items := slices.Clone(p.cls.deletes)
 	for _, pool := range slices.Sorted(maps.Keys(p.cls.otherKind)) {
@@ -234,7 +228,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, p *pass) {
 			items = append(items, deletion{obj: obj, reason: deleteOtherKind})
 		}
 	}
-	results := slowStart(ctx, items, r.maxBatch(), func(ctx context.Context, d deletion) (struct{}, error) {
+	results := kit.Run(ctx, r.executor(), items, func(ctx context.Context, d deletion) (struct{}, error) {
 		err := r.deleteChild(ctx, d.obj)
 		countWrite(r.kind.gvk.Kind, opDelete, err)
 		return struct{}{}, err
@@ -242,10 +236,10 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, p *pass) {
 	for i, a := range results {
 		name := items[i].obj.GetName()
 		switch {
-		case !a.done:
+		case !a.Done:
 			p.deletePending = append(p.deletePending, name)
-		case a.err != nil:
-			p.deleteFailed[name] = a.err
+		case a.Err != nil:
+			p.deleteFailed[name] = a.Err
 		default:
 			p.deleted = append(p.deleted, name)
 			r.guard.forget(items[i].obj.GetUID())
@@ -253,7 +247,7 @@ func (r *Reconciler[T]) deleteChildren(ctx context.Context, p *pass) {
 	}
 }
 
-// deleteChild deletes one owned child with a UID precondition and background propagation (YC-7). A child
+// deleteChild deletes one owned child with a UID precondition and background propagation. A child
 // already gone counts as deleted.
 func (r *Reconciler[T]) deleteChild(ctx context.Context, obj client.Object) error {
 	target, ok := obj.DeepCopyObject().(client.Object)

@@ -15,8 +15,8 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// TestPerPoolFailures: a failing pool blocks neither the other pools' creates nor the updates (YC-28); a
-// failed batch leaves the rest pending (YC-26); a render failure leaves the pool's child unchanged.
+// TestPerPoolFailures: a failing pool blocks neither the other pools' creates nor the updates; a
+// failed batch leaves the rest pending; a render failure leaves the pool's child unchanged.
 func TestPerPoolFailures(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		owner := k.owner().Deployment(func() appsv1.DeploymentSpec {
@@ -69,7 +69,7 @@ func TestPerPoolFailures(t *testing.T) {
 	})
 }
 
-// TestCreateConflicts covers YC-11: an owned child the cache does not show is found by the create and synced
+// TestCreateConflicts: an owned child the cache does not show is found by the create and synced
 // (a foreign object of that name is a NameConflict: see TestReconcileClassification).
 func TestCreateConflicts(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
@@ -82,8 +82,8 @@ func TestCreateConflicts(t *testing.T) {
 		}}
 		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), hidden}, hideDeployments)
 		f.mustReconcile()
-		if diff := cmp.Diff(map[string]int{"create Deployment": 1, "apply Deployment": 1},
-			map[string]int{"create Deployment": f.writes.get("create Deployment"), "apply Deployment": f.writes.get("apply Deployment")}); diff != "" {
+		if diff := cmp.Diff(map[string]int{"create Deployment": 1, "apply": 1},
+			map[string]int{"create Deployment": f.writes.Get("create Deployment"), "apply": f.writes.Get("apply")}); diff != "" {
 			t.Errorf("writes (-want +got):\n%s", diff)
 		}
 		got := &appsv1.Deployment{}

@@ -21,11 +21,11 @@ import (
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
 )
 
-// Field managers of drover's writes to children (YC-16, YC-22).
+// Field managers of drover's writes to children.
 const (
 	// FieldManager owns everything drover renders into a child.
 	FieldManager = "drover-yurtappdaemon"
-	// HandoffFieldManager keeps a child's spec.replicas when the template stops setting them (YC-16).
+	// HandoffFieldManager keeps a child's spec.replicas when the template stops setting them.
 	HandoffFieldManager = "drover-replicas-handoff"
 )
 
@@ -37,7 +37,7 @@ const (
 )
 
 // renderMemo memoizes renders per (owner UID and generation, revision, child name, pool name, labels and
-// taints) so that a pass over unchanged pools does not render again (PF-3). Results are shared: callers
+// taints) so that a pass over unchanged pools does not render again. Results are shared: callers
 // never modify them.
 type renderMemo struct {
 	mu      sync.Mutex
@@ -68,8 +68,8 @@ func (m *renderMemo) render(in render.Input, generation int64) (*render.Result, 
 	return res, nil
 }
 
-// loopGuard is the memory that keeps drover from writing a child twice for the same rendering (YC-24) and
-// from checking an unchanged child again (PF-3).
+// loopGuard is the memory that keeps drover from writing a child twice for the same rendering and
+// from checking an unchanged child again.
 type loopGuard struct {
 	mu sync.Mutex
 	// settled remembers, per child, a rendered hash and a resourceVersion at which the child needs no write
@@ -142,7 +142,7 @@ func (g *loopGuard) forget(uid types.UID) {
 	delete(g.mismatch, uid)
 }
 
-// needsApply reports whether live must be written for res (YC-23, YC-24). A child found in sync is
+// needsApply reports whether live must be written for res. A child found in sync is
 // remembered at its resourceVersion, so the next pass skips the subset check while it is unchanged.
 func (r *Reconciler[T]) needsApply(live client.Object, res *render.Result, ownerUID types.UID) bool {
 	if r.guard.holds(live, res.Hash) {
@@ -155,8 +155,8 @@ func (r *Reconciler[T]) needsApply(live client.Object, res *render.Result, owner
 	return false
 }
 
-// applyChild writes res to the live child with server-side apply (YC-22), handing spec.replicas over first
-// when drover stops managing them (YC-16). The body carries the child's UID, so the apply fails rather than
+// applyChild writes res to the live child with server-side apply, handing spec.replicas over first
+// when drover stops managing them. The body carries the child's UID, so the apply fails rather than
 // touch an object that replaced it. It returns the written object.
 func (r *Reconciler[T]) applyChild(ctx context.Context, adapter render.Adapter, live client.Object,
 	res *render.Result, ownerUID types.UID) (client.Object, error) {
@@ -212,7 +212,7 @@ func hasCreateEntry(obj *unstructured.Unstructured) bool {
 }
 
 // handoffReplicas applies the live spec.replicas under HandoffFieldManager when the child still carries the
-// applied-replicas annotation (YC-16), so that the next apply, which omits replicas, does not remove them.
+// applied-replicas annotation, so that the next apply, which omits replicas, does not remove them.
 func (r *Reconciler[T]) handoffReplicas(ctx context.Context, adapter render.Adapter, live client.Object) error {
 	if _, managed := live.GetAnnotations()[openyurtv1alpha1.AnnotationAppliedReplicas]; !managed {
 		return nil
@@ -237,7 +237,7 @@ func (r *Reconciler[T]) handoffReplicas(ctx context.Context, adapter render.Adap
 }
 
 // createChild creates the child rendered in res. A create is a POST, not an apply, so that a name taken by
-// another object is reported (YC-11) instead of taken over. The fields the POST set are then handed from the
+// another object is reported instead of taken over. The fields the POST set are then handed from the
 // create's Update entry to drover's apply entry, so later applies can remove what drover stops rendering.
 func (r *Reconciler[T]) createChild(ctx context.Context, adapter render.Adapter, res *render.Result) (client.Object, error) {
 	obj := res.Body.DeepCopy()
@@ -275,7 +275,7 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 		if attempt == upgradeAttempts || (!apierrors.IsConflict(err) && !apierrors.IsInvalid(err)) {
 			break
 		}
-		// Deliberate uncached read (as in YC-11): the cache holds no managedFields.
+		// Deliberate uncached read (like the one after a create conflict): the cache holds no managedFields.
 		fresh := &unstructured.Unstructured{}
 		fresh.SetGroupVersionKind(obj.GroupVersionKind())
 		if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
@@ -291,8 +291,8 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 	return true
 }
 
-// getUncached reads a child that a create found to exist. It is the controller's one deliberate API read
-// (YC-11): the cache holds only objects carrying the pool-name label, so a child whose label was removed by
+// getUncached reads a child that a create found to exist. It is the controller's one deliberate API read:
+// the cache holds only objects carrying the pool-name label, so a child whose label was removed by
 // hand, or a foreign object of that name, is invisible to it.
 func (r *Reconciler[T]) getUncached(ctx context.Context, adapter render.Adapter, namespace, name string) (client.Object, error) {
 	obj := adapter.NewObject()

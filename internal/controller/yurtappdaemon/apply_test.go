@@ -3,18 +3,17 @@ package yurtappdaemon
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
@@ -22,15 +21,24 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// TestReplicasHandoff covers YC-16: the live count is handed to drover-replicas-handoff before an apply
+// TestReplicasHandoff: the live count is handed to drover-replicas-handoff before an apply
 // that stops managing replicas, and it is unchanged afterwards.
 func TestReplicasHandoff(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
-		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj()}, interceptor.Funcs{})
+		var applies []string
+		record := interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			o := &client.ApplyOptions{}
+			o.ApplyOptions(opts)
+			if u, ok := applyConfigObject(obj); ok {
+				applies = append(applies, u.GetKind()+" "+u.GetName()+" by "+o.FieldManager)
+			}
+			return c.Apply(ctx, obj, opts...)
+		}}
+		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj()}, record)
 		// The child as an earlier apply left it, with template replicas 5 (scaled since to 6 by someone else).
 		earlier := k.owner().Deployment(func() appsv1.DeploymentSpec {
 			s := testutil.DeploymentSpec(appLabels, "dns:0")
-			s.Replicas = ptrInt32(5)
+			s.Replicas = ptr.To[int32](5)
 			return s
 		}()).Obj()
 		res, err := render.Render(render.Input{
@@ -48,20 +56,14 @@ func TestReplicasHandoff(t *testing.T) {
 		if err := f.c.Get(ctx, client.ObjectKey{Namespace: testNS, Name: "dns-east"}, d); err != nil {
 			t.Fatal(err)
 		}
-		d.Spec.Replicas = ptrInt32(6)
+		d.Spec.Replicas = ptr.To[int32](6)
 		if err := f.c.Update(ctx, d, client.FieldOwner("hpa")); err != nil {
 			t.Fatal(err)
 		}
-		f.writes.reset()
+		applies = nil
 
 		f.mustReconcile()
-		var applies []string
-		for _, e := range f.writes.entries() {
-			if strings.HasPrefix(e, "apply") {
-				applies = append(applies, e)
-			}
-		}
-		want := []string{"apply Deployment dns-east by " + HandoffFieldManager, "apply Deployment dns-east by " + FieldManager}
+		want := []string{"Deployment dns-east by " + HandoffFieldManager, "Deployment dns-east by " + FieldManager}
 		if diff := cmp.Diff(want, applies); diff != "" {
 			t.Errorf("applies (-want +got):\n%s", diff)
 		}
@@ -81,25 +83,33 @@ func TestReplicasHandoff(t *testing.T) {
 }
 
 // TestCreatedFieldsMoveToApply: fields a create set are handed to the apply manager, so a key drover stops
-// rendering is removed by the next apply (YC-22).
+// rendering is removed by the next apply.
 func TestCreatedFieldsMoveToApply(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
-		refresh := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if err := c.Create(ctx, obj, opts...); err != nil {
-				return err
-			}
-			// The API server answers a create with the stored object, managedFields included.
-			return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		}}
+		handOvers := 0
+		refresh := interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if err := c.Create(ctx, obj, opts...); err != nil {
+					return err
+				}
+				// The API server answers a create with the stored object, managedFields included.
+				return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if kindOf(obj) == "Deployment" && patch.Type() == types.JSONPatchType {
+					handOvers++
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+		}
 		owner := k.owner().TemplateMetadata(map[string]string{"team": "dns", "stage": "beta"}, nil)
-		f := newFixtureWith(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, refresh,
-			fake.NewClientBuilder().WithReturnManagedFields())
+		f := newManagedFieldsFixture(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, refresh)
 		f.mustReconcile()
 		if got := f.deployments()["dns-east"].Labels["stage"]; got != "beta" {
 			t.Fatalf("label stage = %q after create", got)
 		}
-		if n := f.writes.get("patch Deployment"); n != 1 {
-			t.Errorf("%d managed-field patches after the create, want 1: %v", n, f.writes.entries())
+		if handOvers != 1 {
+			t.Errorf("%d managed-field patches after the create, want 1", handOvers)
 		}
 		updated := owner.TemplateMetadata(map[string]string{"team": "dns"}, nil).Generation(2).Obj()
 		current := k.owner().Obj()
@@ -139,8 +149,7 @@ func TestManagedFieldsUpgradeRetriesLostRace(t *testing.T) {
 			},
 		}
 		owner := k.owner().TemplateMetadata(map[string]string{"team": "dns", "stage": "beta"}, nil)
-		f := newFixtureWith(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, funcs,
-			fake.NewClientBuilder().WithReturnManagedFields())
+		f := newManagedFieldsFixture(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, funcs)
 		f.mustReconcile()
 		if conflicts != 1 {
 			t.Fatalf("%d conflicts injected, want 1", conflicts)
@@ -157,7 +166,7 @@ func TestManagedFieldsUpgradeRetriesLostRace(t *testing.T) {
 	})
 }
 
-// TestLoopGuard covers YC-24: a child whose apply result still differs from the body is not written again
+// TestLoopGuard: a child whose apply result still differs from the body is not written again
 // for the same rendering and generation.
 func TestLoopGuard(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
@@ -179,13 +188,13 @@ func TestLoopGuard(t *testing.T) {
 		}}
 		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), child("dns-east", "east", k.ref())}, normalize)
 		f.mustReconcile()
-		if n := f.writes.get("apply"); n != 1 {
+		if n := f.writes.Get("apply"); n != 1 {
 			t.Fatalf("first pass: %d applies, want 1", n)
 		}
 		before := promValue(normalizationMismatches.WithLabelValues(k.kind))
-		f.writes.reset()
+		f.writes.Reset()
 		f.mustReconcile()
-		if n := f.writes.get("apply"); n != 0 {
+		if n := f.writes.Get("apply"); n != 0 {
 			t.Errorf("second pass: %d applies, want 0 (the loop guard holds the child)", n)
 		}
 		if after := promValue(normalizationMismatches.WithLabelValues(k.kind)); after != before {
@@ -196,10 +205,10 @@ func TestLoopGuard(t *testing.T) {
 
 // TestFailedHandOverIsRedoneByTheNextApply: when every hand-over attempt after the create fails, the next
 // apply of the child (after a template change) sees drover's Update entry in the API server's answer, hands
-// the fields over and applies again, so a key drover stopped rendering is removed after all (YC-22).
+// the fields over and applies again, so a key drover stopped rendering is removed after all.
 func TestFailedHandOverIsRedoneByTheNextApply(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
-		failHandOver := true
+		failHandOver, handOvers := true, 0
 		funcs := interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if err := c.Create(ctx, obj, opts...); err != nil {
@@ -208,15 +217,17 @@ func TestFailedHandOverIsRedoneByTheNextApply(t *testing.T) {
 				return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 			},
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-				if patch.Type() == types.JSONPatchType && failHandOver {
-					return apierrors.NewInternalError(errInjected)
+				if patch.Type() == types.JSONPatchType {
+					handOvers++
+					if failHandOver {
+						return apierrors.NewInternalError(errInjected)
+					}
 				}
 				return c.Patch(ctx, obj, patch, opts...)
 			},
 		}
 		owner := k.owner().TemplateMetadata(map[string]string{"team": "dns", "stage": "beta"}, nil)
-		f := newFixtureWith(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, funcs,
-			fake.NewClientBuilder().WithReturnManagedFields())
+		f := newManagedFieldsFixture(t, k, []client.Object{owner.Obj(), pool("east", edgeLabels).Obj()}, funcs)
 		f.mustReconcile()
 		failHandOver = false
 
@@ -229,10 +240,10 @@ func TestFailedHandOverIsRedoneByTheNextApply(t *testing.T) {
 		if err := f.c.Update(context.Background(), updated); err != nil {
 			t.Fatal(err)
 		}
-		f.writes.reset()
+		handOvers = 0
 		f.mustReconcile()
-		if got := f.writes.get("patch Deployment"); got != 1 {
-			t.Errorf("%d hand-over patches, want 1: %v", got, f.writes.entries())
+		if handOvers != 1 {
+			t.Errorf("%d hand-over patches, want 1", handOvers)
 		}
 		labels := f.deployments()["dns-east"].Labels
 		if _, ok := labels["stage"]; ok || labels["team"] != "dns" {

@@ -10,25 +10,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// benchPools is the pool count of PF-5's scale target.
+// benchPools is the pool count of the scale target (docs/yurtappdaemon.md).
 const benchPools = 1000
 
 // BenchmarkNoopReconcile measures one pass of an owner selecting 1,000 pools whose children are all in
-// sync (PF-3, PF-5: at most 100 ms of CPU and no request). The reads go to the fake client, which copies
+// sync (the target: at most 100 ms of CPU and no request). The reads go to the fake client, which copies
 // every object it returns and so costs more than the manager's cache: the figure is an upper bound. The
 // benchmark fails if a pass writes anything.
 func BenchmarkNoopReconcile(b *testing.B) {
 	for _, k := range ownerKindCases {
 		b.Run(k.kind, func(b *testing.B) {
 			f := settledFixture(b, k)
-			f.writes.reset()
+			f.writes.Reset()
 			for b.Loop() {
 				f.mustReconcile()
 			}
-			n := f.writes.get("total")
+			n := f.writes.Get("total")
 			b.ReportMetric(float64(n)/float64(b.N), "writes/op")
 			if n != 0 {
-				b.Fatalf("no-op passes wrote %d times: %v", n, f.writes.entries())
+				b.Fatalf("no-op passes wrote %d times: %v", n, f.writes.Take())
 			}
 		})
 	}
@@ -60,7 +60,7 @@ func settledFixture(b *testing.B, k kindCase) *fixture {
 }
 
 // BenchmarkNewPoolReconcile measures the pass that serves one new pool of an owner already serving 1,000
-// (PF-5's critical path, per owner): the pass creates the pool's child, hands its fields over and writes the
+// (the new-pool latency's critical path, per owner): the pass creates the pool's child, hands its fields over and writes the
 // status: 3 writes. Creating the pool is not timed. Against the fake client, an upper bound far above the
 // manager's cost: the fake answers an indexed List (the orphan lookup, the owned children) by scanning and
 // copying every object of the namespace, where the cache looks the index up.
@@ -68,7 +68,7 @@ func BenchmarkNewPoolReconcile(b *testing.B) {
 	for _, k := range ownerKindCases {
 		b.Run(k.kind, func(b *testing.B) {
 			f := settledFixture(b, k)
-			f.writes.reset()
+			f.writes.Reset()
 			for i := range b.N {
 				b.StopTimer()
 				if err := f.c.Create(context.Background(), pool(fmt.Sprintf("new-%06d", i), edgeLabels).Obj()); err != nil {
@@ -78,8 +78,8 @@ func BenchmarkNewPoolReconcile(b *testing.B) {
 				f.mustReconcile()
 			}
 			b.StopTimer()
-			creates := f.writes.get("create Deployment")
-			b.ReportMetric(float64(f.writes.get("total"))/float64(b.N), "writes/op")
+			creates := f.writes.Get("create Deployment")
+			b.ReportMetric(float64(f.writes.Get("total"))/float64(b.N), "writes/op")
 			if creates != b.N {
 				b.Fatalf("%d children created for %d new pools", creates, b.N)
 			}

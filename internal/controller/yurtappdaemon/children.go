@@ -38,7 +38,7 @@ type deletion struct {
 	reason string
 }
 
-// classification sorts an owner's children against the eligible pools (YC-8, YC-10, YC-13, YC-30).
+// classification sorts an owner's children against the eligible pools.
 type classification struct {
 	// keep maps each eligible pool that has a child of the template kind to the one kept.
 	keep map[string]client.Object
@@ -49,7 +49,7 @@ type classification struct {
 	// deletes are the children of pools that are no longer eligible and the duplicates, sorted by name.
 	deletes []deletion
 	// otherKind maps eligible pools to their children of the other kind, deleted once the pool's child of
-	// the template kind exists (YC-13).
+	// the template kind exists.
 	otherKind map[string][]client.Object
 	// unmapped are owned children that map to no pool; they are left alone.
 	unmapped []client.Object
@@ -62,7 +62,7 @@ func isControlledBy(obj client.Object, uid types.UID) bool {
 }
 
 // listOwnedChildren reads the owner's children of both kinds from the cache, through the controller-owner
-// UID index (YC-7).
+// UID index.
 func listOwnedChildren(ctx context.Context, c client.Reader, namespace string, uid types.UID) (ownedChildren, error) {
 	out := ownedChildren{}
 	for _, kind := range workloadKinds {
@@ -85,7 +85,7 @@ func listOwnedChildren(ctx context.Context, c client.Reader, namespace string, u
 	return out, nil
 }
 
-// poolOf maps a child to its pool (YC-8): the ref-nodepool annotation, else the pool-name label, else the
+// poolOf maps a child to its pool: the ref-nodepool annotation, else the pool-name label, else the
 // pool whose deterministic name the child has (byName). ok is false for an unmapped child.
 func poolOf(obj client.Object, byName map[string]string) (pool string, ok bool) {
 	if p := obj.GetAnnotations()[openyurtv1alpha1.AnnotationRefNodePool]; p != "" {
@@ -98,7 +98,7 @@ func poolOf(obj client.Object, byName map[string]string) (pool string, ok bool) 
 	return p, ok
 }
 
-// deterministicNames maps the YC-9 child name of each eligible pool, for kind, to the pool.
+// deterministicNames maps the deterministic child name of each eligible pool, for kind, to the pool.
 func deterministicNames(kind openyurtv1alpha1.TemplateType, owner string, pools []render.Pool) map[string]string {
 	out := make(map[string]string, len(pools))
 	for i := range pools {
@@ -160,7 +160,7 @@ func classify(owner string, kind openyurtv1alpha1.TemplateType, pools poolSet, c
 	return c
 }
 
-// pickChild chooses the child kept among several of one pool (YC-10): the one with the deterministic name,
+// pickChild chooses the child kept among several of one pool: the one with the deterministic name,
 // else the oldest by creationTimestamp, then name.
 func pickChild(objs []client.Object, name string) client.Object {
 	for _, obj := range objs {
@@ -183,10 +183,10 @@ func pickChild(objs []client.Object, name string) client.Object {
 
 func byName(a, b client.Object) int { return strings.Compare(a.GetName(), b.GetName()) }
 
-// findOrphans returns, for the pools about to get a child, an orphan the owner may adopt (YC-12): an object
+// findOrphans returns, for the pools about to get a child, an orphan the owner may adopt: an object
 // of the template kind in the owner's namespace, without a controller ownerReference, whose labels match
-// spec.selector and whose pool-name label names one of those pools. Only such objects are in the cache
-// (PF-2), so this is a cached read.
+// spec.selector and whose pool-name label names one of those pools. Only such objects are in the cache,
+// so this is a cached read.
 func findOrphans(ctx context.Context, c client.Reader, owner openyurtv1alpha1.Owner, adapter render.Adapter,
 	pools []string) (map[string]client.Object, error) {
 	if len(pools) == 0 {

@@ -1,10 +1,6 @@
 package yurtappdaemon
 
 import (
-	"context"
-	"errors"
-	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,59 +104,5 @@ func TestSelectPools(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"this-name-is-far-too-long-to-be-a-label-value-so-it-is-skipped-x"}, got.invalidNames); diff != "" {
 		t.Errorf("invalid names (-want +got):\n%s", diff)
-	}
-}
-
-func TestSlowStart(t *testing.T) {
-	items := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	tests := map[string]struct {
-		maxBatch int
-		fail     map[int]error
-		wantDone int
-	}{
-		"all succeed":                        {maxBatch: 4, wantDone: 10},
-		"a failure stops after its batch":    {maxBatch: 4, fail: map[int]error{3: errInjected}, wantDone: 7},
-		"the cap bounds the batches":         {maxBatch: 2, fail: map[int]error{4: errInjected}, wantDone: 5},
-		"a failure in the first batch":       {maxBatch: 32, fail: map[int]error{0: errInjected}, wantDone: 1},
-		"name conflicts do not stop the run": {maxBatch: 4, fail: map[int]error{0: &nameConflictError{name: "x"}}, wantDone: 10},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			var running, peak atomic.Int32
-			res := slowStart(context.Background(), items, tc.maxBatch, func(_ context.Context, i int) (int, error) {
-				n := running.Add(1)
-				defer running.Add(-1)
-				for {
-					p := peak.Load()
-					if n <= p || peak.CompareAndSwap(p, n) {
-						break
-					}
-				}
-				time.Sleep(time.Millisecond)
-				return i * 10, tc.fail[i]
-			})
-			done := 0
-			for i, a := range res {
-				if a.done {
-					done++
-					if !errors.Is(a.err, tc.fail[i]) || (a.err == nil && a.out != i*10) {
-						t.Errorf("item %d: %v, %v", i, a.out, a.err)
-					}
-				}
-			}
-			if done != tc.wantDone || slices.ContainsFunc(res[:done], func(a attempt[int]) bool { return !a.done }) {
-				t.Errorf("done = %d, want the first %d", done, tc.wantDone)
-			}
-			if int(peak.Load()) > tc.maxBatch {
-				t.Errorf("peak concurrency %d above the cap %d", peak.Load(), tc.maxBatch)
-			}
-		})
-	}
-}
-
-func TestSlowStartRecoversPanics(t *testing.T) {
-	res := slowStart(context.Background(), []int{1}, 1, func(context.Context, int) (int, error) { panic("boom") })
-	if res[0].err == nil {
-		t.Fatal("a panic was not turned into an error")
 	}
 }

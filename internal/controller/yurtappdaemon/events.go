@@ -1,19 +1,16 @@
 package yurtappdaemon
 
 import (
-	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
-// Event reasons of the owner controllers (§7). Each is emitted at most once per pass, after the status write.
+// Event reasons of the owner controllers. Each is emitted at most once per pass, after the status write.
 const (
 	// ReasonWorkloadCreated (Normal): workloads were created for newly selected pools.
 	ReasonWorkloadCreated = "WorkloadCreated"
@@ -21,7 +18,8 @@ const (
 	ReasonWorkloadUpdated = "WorkloadUpdated"
 	// ReasonWorkloadDeleted (Normal): workloads of deselected pools, duplicates or of the other kind were deleted.
 	ReasonWorkloadDeleted = "WorkloadDeleted"
-	// ReasonWorkloadAdopted (Normal): orphaned workloads were adopted (YC-12).
+	// ReasonWorkloadAdopted (Normal): orphaned workloads were adopted: a pool's workload with no controller, drover's labels and a match of
+	// spec.selector.
 	ReasonWorkloadAdopted = "WorkloadAdopted"
 	// ReasonNoNodePoolsSelected (Normal, on transition): no pool is eligible.
 	ReasonNoNodePoolsSelected = "NoNodePoolsSelected"
@@ -57,52 +55,21 @@ const (
 	actionReconcile = "Reconcile"
 )
 
-// maxNamesInMessage caps the object names a message lists; maxMessageBytes caps a condition message.
-const (
-	maxNamesInMessage = 10
-	maxMessageBytes   = 1024
-)
-
-// nameList renders names sorted, at most maxNamesInMessage of them, followed by "and N more".
-func nameList(names []string) string {
-	names = slices.Sorted(slices.Values(names))
-	if len(names) <= maxNamesInMessage {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamesInMessage], ", "), len(names)-maxNamesInMessage)
-}
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence, marking the cut with "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const ellipsis = "..."
-	cut := n - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
-}
-
-// emitEvents emits the pass's events on the owner, at most one per reason, after the status write (§7).
-func (r *Reconciler[T]) emitEvents(p *pass, prev, status *openyurtv1alpha1.YurtAppDaemonStatus) {
-	normal := func(reason, action, format string, args ...any) {
-		r.Recorder.Eventf(p.owner, nil, corev1.EventTypeNormal, reason, action, format, args...)
-	}
-	warn := func(reason, action, format string, args ...any) {
-		r.Recorder.Eventf(p.owner, nil, corev1.EventTypeWarning, reason, action, format, args...)
-	}
+// events buffers the pass's events on the owner, at most one per reason; they are emitted after the status
+// write, so a reader who sees an event finds the status that explains it. Messages are cut to
+// kit.MaxMessageBytes by the buffer.
+func (p *pass) events(prev, status *openyurtv1alpha1.YurtAppDaemonStatus) *kit.Events {
+	ev := &kit.Events{}
 	switch {
 	case len(p.invalid) > 0:
-		warn(ReasonInvalidSpec, actionReconcile, "%s", truncate(p.invalid.ToAggregate().Error(), maxMessageBytes))
-		return
+		ev.Warning(ReasonInvalidSpec, actionReconcile, nil, "%s", p.invalid.ToAggregate().Error())
+		return ev
 	case p.revisionErr != nil:
-		warn(ReasonRevisionFailed, actionReconcile, "%s", truncate(p.revisionErr.Error(), maxMessageBytes))
-		return
+		ev.Warning(ReasonRevisionFailed, actionReconcile, nil, "%s", p.revisionErr.Error())
+		return ev
 	case p.poolsErr != nil:
-		warn(ReasonNodePoolListFailed, actionReconcile, "%s", truncate(p.poolsErr.Error(), maxMessageBytes))
-		return
+		ev.Warning(ReasonNodePoolListFailed, actionReconcile, nil, "%s", p.poolsErr.Error())
+		return ev
 	}
 	for _, e := range []struct {
 		reason, action string
@@ -114,24 +81,25 @@ func (r *Reconciler[T]) emitEvents(p *pass, prev, status *openyurtv1alpha1.YurtA
 		{ReasonWorkloadDeleted, actionDelete, p.deleted},
 	} {
 		if len(e.names) > 0 {
-			normal(e.reason, e.action, "%d workload(s): %s", len(e.names), nameList(e.names))
+			ev.Normal(e.reason, e.action, nil, "%d workload(s): %s", len(e.names), kit.NameList(e.names))
 		}
 	}
 	if became(prev, status, openyurtv1alpha1.WorkLoadProvisioned, openyurtv1alpha1.ReasonNoNodePoolsSelected) {
-		normal(ReasonNoNodePoolsSelected, actionReconcile, "No NodePool is selected")
+		ev.Normal(ReasonNoNodePoolsSelected, actionReconcile, nil, "No NodePool is selected")
 	}
-	r.emitWarnings(p, warn)
+	warnings(ev, p)
+	return ev
 }
 
-// emitWarnings emits the per-pool failure warnings of a pass that acted.
-func (r *Reconciler[T]) emitWarnings(p *pass, warn func(reason, action, format string, args ...any)) {
+// warnings buffers the per-pool failure warnings of a pass that acted.
+func warnings(ev *kit.Events, p *pass) {
 	if len(p.renderErrs) > 0 {
-		warn(ReasonRenderFailed, actionReconcile, "%s", truncate(fmt.Sprintf("%d NodePool(s): %s",
-			len(p.renderErrs), poolErrors(p.renderErrs, nil)), maxMessageBytes))
+		ev.Warning(ReasonRenderFailed, actionReconcile, nil, "%d NodePool(s): %s",
+			len(p.renderErrs), poolErrors(p.renderErrs, nil))
 	}
 	if len(p.nameConflicts) > 0 {
-		warn(ReasonNameConflict, actionCreate, "%d name(s) taken by objects this owner does not control: %s",
-			len(p.nameConflicts), nameList(slices.Collect(maps.Values(p.nameConflicts))))
+		ev.Warning(ReasonNameConflict, actionCreate, nil, "%d name(s) taken by objects this owner does not control: %s",
+			len(p.nameConflicts), kit.NameList(slices.Collect(maps.Values(p.nameConflicts))))
 	}
 	for _, e := range []struct {
 		reason, action string
@@ -143,20 +111,21 @@ func (r *Reconciler[T]) emitWarnings(p *pass, warn func(reason, action, format s
 		{ReasonWorkloadDeleteFailed, actionDelete, p.deleteFailed, p.deletePending},
 	} {
 		if len(e.failed)+len(e.pending) > 0 {
-			warn(e.reason, e.action, "%s", truncate(fmt.Sprintf("%d failed: %s", len(e.failed), poolErrors(e.failed, e.pending)), maxMessageBytes))
+			ev.Warning(e.reason, e.action, nil, "%d failed: %s", len(e.failed), poolErrors(e.failed, e.pending))
 		}
 	}
 	if len(p.pools.invalidNames) > 0 {
-		warn(ReasonInvalidNodePoolName, actionReconcile, "Skipped %d NodePool(s) whose names are not valid label values: %s",
-			len(p.pools.invalidNames), nameList(p.pools.invalidNames))
+		ev.Warning(ReasonInvalidNodePoolName, actionReconcile, nil,
+			"Skipped %d NodePool(s) whose names are not valid label values: %s",
+			len(p.pools.invalidNames), kit.NameList(p.pools.invalidNames))
 	}
 	if len(p.cls.unmapped) > 0 {
 		names := make([]string, len(p.cls.unmapped))
 		for i, obj := range p.cls.unmapped {
 			names[i] = obj.GetName()
 		}
-		warn(ReasonUnmappedWorkload, actionReconcile, "%d owned workload(s) map to no NodePool and are left alone: %s",
-			len(names), nameList(names))
+		ev.Warning(ReasonUnmappedWorkload, actionReconcile, nil,
+			"%d owned workload(s) map to no NodePool and are left alone: %s", len(names), kit.NameList(names))
 	}
 }
 

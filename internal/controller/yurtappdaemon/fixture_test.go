@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/drover-dev/drover/internal/index"
+	"github.com/drover-dev/drover/internal/kit"
 
 	"github.com/prometheus/client_golang/prometheus"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
@@ -80,146 +80,45 @@ func (k kindCase) ref() metav1.OwnerReference {
 	}
 }
 
-// writes counts the API writes a fixture's client received, by verb and object kind.
-type writes struct {
-	mu     sync.Mutex
-	counts map[string]int
-	log    []string
-}
-
-func (w *writes) add(verb string, obj any, extra string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	kind := kindOf(obj)
-	w.counts[verb+" "+kind]++
-	w.counts[verb]++
-	w.counts["total"]++
-	w.log = append(w.log, strings.TrimSpace(verb+" "+kind+" "+extra))
-}
-
-func (w *writes) get(key string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.counts[key]
-}
-
-func (w *writes) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.counts = map[string]int{}
-	w.log = nil
-}
-
-func (w *writes) entries() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.log...)
-}
-
-func kindOf(obj any) string {
-	switch o := obj.(type) {
-	case runtime.Object:
-		if gvk, err := apiutil.GVKForObject(o, scheme.New()); err == nil && gvk.Kind != "" {
-			return gvk.Kind
-		}
-		return o.GetObjectKind().GroupVersionKind().Kind
-	case runtime.ApplyConfiguration:
-		if u, ok := applyConfigObject(o); ok {
-			return u.GetKind()
-		}
-	}
-	return "?"
-}
-
-// fixture is a Reconciler of one kind on a fake client built with the production indexes, counting writes.
+// fixture is a Reconciler of one kind on the shared fake client (production indexes, writes counted).
 type fixture struct {
 	t      testing.TB
 	k      kindCase
 	r      reconcile.Reconciler
 	c      client.WithWatch
-	writes *writes
+	writes *testutil.Writes
 	events *events.FakeRecorder
+}
+
+// statusTypes are the types whose status is a subresource.
+func statusTypes() []client.Object {
+	return []client.Object{&openyurtv1alpha1.YurtAppDaemon{}, &openyurtv1alpha1.UnitedDaemonSet{}, &openyurtv1beta1.NodePool{}}
 }
 
 // newFixture builds a fixture; hooks replace single calls (to inject errors) after they are counted.
 func newFixture(t testing.TB, k kindCase, objs []client.Object, hooks interceptor.Funcs) *fixture {
 	t.Helper()
-	return newFixtureWith(t, k, objs, hooks, fake.NewClientBuilder())
+	fc := testutil.NewFakeClient(testutil.FakeClientOptions{
+		Objects: objs, Indexes: Indexes(), StatusSubresource: statusTypes(), Hooks: hooks,
+	})
+	return fixtureOn(t, k, fc.Client, fc.Writes)
 }
 
-// newFixtureWith is newFixture on a given client builder.
-func newFixtureWith(t testing.TB, k kindCase, objs []client.Object, hooks interceptor.Funcs, b *fake.ClientBuilder) *fixture {
+// newManagedFieldsFixture is newFixture on a client that returns managedFields, which the shared fake
+// client strips. It counts no writes (writes is nil): its tests count what they need in their hooks.
+func newManagedFieldsFixture(t testing.TB, k kindCase, objs []client.Object, hooks interceptor.Funcs) *fixture {
 	t.Helper()
-	w := &writes{counts: map[string]int{}}
-	b = b.WithScheme(scheme.New()).WithObjects(objs...).
-		WithStatusSubresource(&openyurtv1alpha1.YurtAppDaemon{}, &openyurtv1alpha1.UnitedDaemonSet{}, &openyurtv1beta1.NodePool{})
-	b = index.WithIndexes(b, Indexes())
-	b = b.WithInterceptorFuncs(countingFuncs(w, hooks))
-	c := b.Build()
+	b := fake.NewClientBuilder().WithReturnManagedFields().WithScheme(scheme.New()).WithObjects(objs...).
+		WithStatusSubresource(statusTypes()...)
+	c := index.WithIndexes(b, Indexes()).WithInterceptorFuncs(hooks).Build()
+	return fixtureOn(t, k, c, nil)
+}
+
+func fixtureOn(t testing.TB, k kindCase, c client.WithWatch, w *testutil.Writes) *fixture {
 	rec := events.NewFakeRecorder(100)
 	return &fixture{
 		t: t, k: k, c: c, writes: w, events: rec,
 		r: k.newReconciler(Config{Client: c, APIReader: c, Recorder: rec, MaxBatch: 4}),
-	}
-}
-
-// countingFuncs counts every write and delegates to hooks or the client.
-func countingFuncs(w *writes, hooks interceptor.Funcs) interceptor.Funcs {
-	return interceptor.Funcs{
-		Get:  hooks.Get,
-		List: hooks.List,
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			w.add("create", obj, obj.GetName())
-			if hooks.Create != nil {
-				return hooks.Create(ctx, c, obj, opts...)
-			}
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			w.add("update", obj, obj.GetName())
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			w.add("patch", obj, obj.GetName())
-			if hooks.Patch != nil {
-				return hooks.Patch(ctx, c, obj, p, opts...)
-			}
-			return c.Patch(ctx, obj, p, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			o := &client.ApplyOptions{}
-			o.ApplyOptions(opts)
-			name := ""
-			if u, ok := applyConfigObject(obj); ok {
-				name = u.GetName()
-			}
-			w.add("apply", obj, name+" by "+o.FieldManager)
-			if hooks.Apply != nil {
-				return hooks.Apply(ctx, c, obj, opts...)
-			}
-			return c.Apply(ctx, obj, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			w.add("delete", obj, obj.GetName())
-			if hooks.Delete != nil {
-				return hooks.Delete(ctx, c, obj, opts...)
-			}
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add("status", obj, obj.GetName())
-			if hooks.SubResourcePatch != nil {
-				return hooks.SubResourcePatch(ctx, c, sub, obj, p, opts...)
-			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add("status", obj, obj.GetName())
-			if hooks.SubResourceUpdate != nil {
-				return hooks.SubResourceUpdate(ctx, c, sub, obj, opts...)
-			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
 	}
 }
 
@@ -254,7 +153,7 @@ func (f *fixture) conditions(generation int64) map[string]string {
 		if c.ObservedGeneration != generation {
 			f.t.Errorf("condition %s has observedGeneration %d, want %d", c.Type, c.ObservedGeneration, generation)
 		}
-		if len(c.Message) > maxMessageBytes {
+		if len(c.Message) > kit.MaxMessageBytes {
 			f.t.Errorf("condition %s message has %d bytes", c.Type, len(c.Message))
 		}
 		out[c.Type] = string(c.Status) + "/" + c.Reason
@@ -374,8 +273,6 @@ func applyConfigObject(ac runtime.ApplyConfiguration) (*unstructured.Unstructure
 	return &unstructured.Unstructured{Object: c.UnstructuredContent()}, true
 }
 
-func ptrInt32(v int32) *int32 { return &v }
-
 func noSchedule(key string) corev1.Taint {
 	return corev1.Taint{Key: key, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 }
@@ -399,3 +296,12 @@ func unstructuredNestedSet(u *unstructured.Unstructured, image string) error {
 func promValue(c prometheus.Collector) float64 { return promtestutil.ToFloat64(c) }
 
 func setOf(items ...string) sets.Set[string] { return sets.New(items...) }
+
+// kindOf is the kind of a typed object, from drover's scheme.
+func kindOf(obj client.Object) string {
+	gvk, err := apiutil.GVKForObject(obj, scheme.New())
+	if err != nil {
+		return "?"
+	}
+	return gvk.Kind
+}

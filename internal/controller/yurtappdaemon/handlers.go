@@ -23,13 +23,13 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 )
 
-// statusOnlyDelay is how long a child update that changes only its status waits, so bursts coalesce (YC-2).
+// statusOnlyDelay is how long a child update that changes only its status waits, so bursts coalesce.
 const statusOnlyDelay = time.Second
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // childHandler maps Deployment and StatefulSet events to the child's controller owner, if that owner is of
-// the controller's kind (YC-2).
+// the controller's kind.
 type childHandler struct{ gvk schema.GroupVersionKind }
 
 var _ handler.EventHandler = childHandler{}
@@ -105,7 +105,7 @@ func childMetaChanged(oldObj, newObj client.Object) bool {
 }
 
 // poolHandler maps NodePool events to the owners of one kind, in any namespace, whose nodepoolSelector
-// matches the pool's old or new labels (YC-2). Only creates, deletes and updates of labels, taints or the
+// matches the pool's old or new labels. Only creates, deletes and updates of labels, taints or the
 // deletion timestamp count; status and annotation updates are dropped.
 type poolHandler[T openyurtv1alpha1.Owner] struct {
 	reader client.Reader

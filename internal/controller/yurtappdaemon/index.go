@@ -10,12 +10,12 @@ import (
 )
 
 // IndexControllerUID is the field index key under which Deployments, StatefulSets and ControllerRevisions are
-// indexed by the UID of their controller ownerReference (YC-7, PF-1). Each of the three types has its own
+// indexed by the UID of their controller ownerReference. Each of the three types has its own
 // index under this one key. Tests build their fake clients with the same key and functions (see Indexes).
 const IndexControllerUID = "drover.dev/controller-uid"
 
 // IndexPoolName is the field index key under which Deployments and StatefulSets are indexed by the value of
-// their apps.openyurt.io/pool-name label. It finds the adoption candidates of a pool (YC-12) without
+// their apps.openyurt.io/pool-name label. It finds the adoption candidates of a pool without
 // scanning every workload of the namespace: at the scale target a namespace holds 10,000 children, and each
 // owner looks for orphans whenever a pool is added.
 const IndexPoolName = "drover.dev/pool-name"

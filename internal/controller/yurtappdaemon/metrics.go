@@ -20,7 +20,7 @@ const (
 	resultError   = "error"
 )
 
-// The owner controllers' metrics (§7). The kind label is the owner kind; no label names an object or a pool.
+// The owner controllers' metrics. The kind label is the owner kind; no label names an object or a pool.
 var (
 	workloadWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "drover_yurtappdaemon_workload_writes_total",

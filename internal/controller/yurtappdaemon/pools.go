@@ -17,7 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
 )
 
-// poolSet is the outcome of pool selection (YC-4).
+// poolSet is the outcome of pool selection.
 type poolSet struct {
 	// eligible are the selected pools a child is kept for, sorted by name.
 	eligible []render.Pool
@@ -35,7 +35,7 @@ func (s poolSet) names() []string {
 	return out
 }
 
-// listPools reads the pools an owner selects from the cache and returns the eligible ones (YC-4, YC-5). An
+// listPools reads the pools an owner selects from the cache and returns the eligible ones. An
 // absent nodepoolSelector selects none; {} selects all. A failed read is an error, never "no pools".
 func listPools(ctx context.Context, c client.Reader, spec *openyurtv1alpha1.YurtAppDaemonSpec) (poolSet, error) {
 	if spec.NodePoolSelector == nil {
@@ -52,7 +52,7 @@ func listPools(ctx context.Context, c client.Reader, spec *openyurtv1alpha1.Yurt
 	return selectPools(list.Items, sel), nil
 }
 
-// selectPools applies YC-4 to pools read from the cache: a pool is eligible iff its labels match sel, it is
+// selectPools picks the eligible pools among those read from the cache: a pool is eligible iff its labels match sel, it is
 // not being deleted and its name is a valid label value. Selected pools with invalid names are reported.
 // Labels and taints are copied, so rendering never shares maps with the cache.
 func selectPools(pools []openyurtv1beta1.NodePool, sel labels.Selector) poolSet {

@@ -2,7 +2,6 @@ package yurtappdaemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,6 +19,7 @@ import (
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // +kubebuilder:rbac:groups=apps.openyurt.io,resources=yurtappdaemons;uniteddaemonsets,verbs=get;list;watch
@@ -30,15 +30,11 @@ import (
 // +kubebuilder:rbac:groups=apps.openyurt.io,resources=nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// conflictRequeueDelay is how soon an owner is retried after a write lost a race: long enough for the cache
-// to catch up.
-const conflictRequeueDelay = time.Second
-
 // Config holds what a Reconciler needs from the manager.
 type Config struct {
 	// Client reads from the manager's cache, with the indexes of SetupIndexes, and writes to the API server.
 	Client client.Client
-	// APIReader reads from the API server, for the one deliberate uncached read (YC-11).
+	// APIReader reads from the API server, for the one deliberate uncached read.
 	APIReader client.Reader
 	// Recorder emits events.k8s.io events on owners.
 	Recorder events.EventRecorder
@@ -46,7 +42,7 @@ type Config struct {
 	MaxBatch int
 }
 
-// Reconciler is the one controller behind YurtAppDaemon and UnitedDaemonSet (§4): T selects the kind.
+// Reconciler is the one controller behind YurtAppDaemon and UnitedDaemonSet: T selects the kind.
 type Reconciler[T openyurtv1alpha1.Owner] struct {
 	Config
 
@@ -55,6 +51,8 @@ type Reconciler[T openyurtv1alpha1.Owner] struct {
 	guard *loopGuard
 	pools *poolClock
 	now   func() time.Time
+	// backoff spaces the retries of owners whose passes keep losing races.
+	backoff *kit.Backoff
 }
 
 // ownerKind describes one owner kind to the generic code.
@@ -71,6 +69,7 @@ func newReconciler[T openyurtv1alpha1.Owner](kind ownerKind[T], cfg Config) *Rec
 	return &Reconciler[T]{
 		Config: cfg, kind: kind,
 		memo: newRenderMemo(), guard: newLoopGuard(), pools: newPoolClock(), now: time.Now,
+		backoff: kit.NewBackoff(),
 	}
 }
 
@@ -101,6 +100,10 @@ type pass struct {
 	cls         classification
 	// completed is set once the children were classified: the pass observed everything the status reports.
 	completed bool
+	// cacheBehind is set when the revision step failed only because the cache is behind the API server.
+	cacheBehind bool
+	// terminating counts the creates refused because the namespace is being deleted.
+	terminating int
 
 	renderErrs       map[string]error  // pool → render error
 	fresh            sets.Set[string]  // pools whose child was created in this pass
@@ -124,52 +127,73 @@ func newPass(owner openyurtv1alpha1.Owner) *pass {
 	}
 }
 
-// Reconcile is keyed by the owner's namespace/name (YC-3).
+// Reconcile is keyed by the owner's namespace/name. Each step is named for what it does; the ones that write
+// say so. A step that fails stops the steps after it that depend on it, and the status says why.
 //
 // A panic in a pass is recovered by controller-runtime (RecoverPanic, set in setup and manager-wide), which
-// turns it into the pass's error and counts it in controller_runtime_reconcile_panics_total (§9).
+// turns it into the pass's error and counts it in controller_runtime_reconcile_panics_total.
 func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	owner, found, err := r.getOwner(ctx, req.NamespacedName)
-	if err != nil || !found || !owner.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{}, err // deleted or being deleted: garbage collection removes children (YC-29)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !found || !owner.GetDeletionTimestamp().IsZero() {
+		r.backoff.Forget(req.NamespacedName)
+		return ctrl.Result{}, nil // garbage collection removes the children
 	}
 	p := newPass(owner)
-	stepErr := r.sync(ctx, p)
-	if p.revisionErr != nil && cacheBehind(p.revisionErr) {
-		// Not a RevisionFailed: the cache is behind a write (often this owner's own). Retry once it caught up.
-		return ctrl.Result{RequeueAfter: conflictRequeueDelay}, nil
+	var out kit.Outcome
+	if r.validate(p) && r.ensureRevision(ctx, p) && r.observe(ctx, p) {
+		r.act(ctx, p)
 	}
-
+	if p.cacheBehind {
+		out.Conflict() // the cache is behind a write, often this owner's own: retry once it caught up
+		return r.backoff.Result(req.NamespacedName, &out)
+	}
 	prev := owner.DaemonStatus().DeepCopy()
 	status := computeStatus(prev, owner.GetGeneration(), p, metav1.NewTime(r.now()))
-	statusErr := r.writeStatus(ctx, owner, status)
-	r.emitEvents(p, prev, &status)
-
-	var cleanupErr error
+	_, statusErr := r.writeStatus(ctx, owner, &status)
+	p.events(prev, &status).Emit(r.Recorder, owner)
+	out.Error(p.errors()...)
+	out.Error(statusErr)
 	if p.completed && statusErr == nil {
-		cleanupErr = r.cleanupHistory(ctx, owner, p.revision, liveRevisions(p.children))
+		out.Error(r.cleanupHistory(ctx, owner, p.revision, liveRevisions(p.children)))
 	}
-	return result(stepErr, p.actionErrors(), statusErr, cleanupErr)
+	return r.backoff.Result(req.NamespacedName, &out)
 }
 
-// sync runs the steps of §4.2 up to the actions; it stops at the first step that fails. An invalid spec is
-// not an error: the next spec change retriggers.
-func (r *Reconciler[T]) sync(ctx context.Context, p *pass) error {
+// validate checks the spec and picks the workload adapter of its template. An invalid spec is no error: the
+// next spec change triggers a pass.
+func (r *Reconciler[T]) validate(p *pass) bool {
 	if p.invalid = validateSpec(p.spec); len(p.invalid) > 0 {
-		return nil
+		return false
 	}
 	adapter, ok := render.AdapterFor(p.kind)
 	if !ok {
 		p.invalid = field.ErrorList{field.InternalError(field.NewPath("spec", "workloadTemplate"),
 			fmt.Errorf("no workload adapter for %q", p.kind))}
-		return nil
+		return false
 	}
 	p.adapter = adapter
-	if p.revision, p.revisionErr = r.revisions(ctx, p.owner.(T)); p.revisionErr != nil {
-		return p.revisionErr
+	return true
+}
+
+// ensureRevision (writes) makes sure the ControllerRevision of the current template exists and is the
+// newest. A failure only because the cache is behind the API server is no RevisionFailed: the pass is
+// retried.
+func (r *Reconciler[T]) ensureRevision(ctx context.Context, p *pass) bool {
+	p.revision, p.revisionErr = r.revisions(ctx, p.owner.(T))
+	if p.revisionErr != nil && cacheBehind(p.revisionErr) {
+		p.cacheBehind = true
 	}
+	return p.revisionErr == nil
+}
+
+// observe (reads) lists the eligible pools and the owned children and classifies the children: which pool
+// needs a child, which child is kept, which is deleted. A failed read touches nothing.
+func (r *Reconciler[T]) observe(ctx context.Context, p *pass) bool {
 	if p.pools, p.poolsErr = listPools(ctx, r.Client, p.spec); p.poolsErr != nil {
-		return p.poolsErr
+		return false
 	}
 	p.poolByName = make(map[string]render.Pool, len(p.pools.eligible))
 	for _, pool := range p.pools.eligible {
@@ -177,17 +201,16 @@ func (r *Reconciler[T]) sync(ctx context.Context, p *pass) error {
 	}
 	children, err := listOwnedChildren(ctx, r.Client, p.owner.GetNamespace(), p.owner.GetUID())
 	if err != nil {
-		p.poolsErr = err // a failed read of children is handled like a failed read of pools: touch nothing
-		return err
+		p.poolsErr = err // a failed read of children is handled like a failed read of pools
+		return false
 	}
 	p.children = children
 	p.cls = classify(p.owner.GetName(), p.kind, p.pools, children)
 	p.completed = true
-	r.act(ctx, p)
-	return nil
+	return true
 }
 
-// act creates, then updates, then deletes (YC-27). A failing pool never blocks the others (YC-28); the
+// act (writes) creates, then updates, then deletes children. A failing pool never blocks the others; the
 // failures are in the pass.
 func (r *Reconciler[T]) act(ctx context.Context, p *pass) {
 	r.createChildren(ctx, p)
@@ -195,9 +218,10 @@ func (r *Reconciler[T]) act(ctx context.Context, p *pass) {
 	r.deleteChildren(ctx, p)
 }
 
-// validateSpec applies the webhook's structural rules the controller relies on (§4.2 step 2): WH-3 … WH-6
-// and WH-8. WH-7 is not enforced here: a negative revisionHistoryLimit counts as 0, and the pool
-// nodeSelector key is overwritten by rendering anyway.
+// validateSpec applies the webhook's structural rules the controller relies on: exactly one template
+// member, a valid selector matching the template's pod labels, a valid nodepoolSelector, and well-formed
+// tweaks. revisionHistoryLimit and the template's nodeSelector are not checked here: a negative
+// revisionHistoryLimit counts as 0, and the pool nodeSelector key is overwritten by rendering anyway.
 func validateSpec(spec *openyurtv1alpha1.YurtAppDaemonSpec) field.ErrorList {
 	errs := render.ValidateRenderable(spec, field.NewPath("spec"))
 	if len(errs) == 0 && spec.TemplateType() == "" {
@@ -219,35 +243,19 @@ func (r *Reconciler[T]) getOwner(ctx context.Context, key client.ObjectKey) (T, 
 	return owner, true, nil
 }
 
-// writeStatus writes the status through the status subresource, only if it changed, with the observed
-// resourceVersion as precondition (YC-25).
-//
-// The write is an update (PUT) of the status subresource, not a merge patch: at the scale target the status
-// holds a summary entry per pool (about 150 KB for 1,000 pools, PF-6), and a merge patch of it costs the
-// manager a diff of two full documents and the API server a patch application on top of the decoding and
-// validation an update needs anyway; either way the changed lists travel whole. The update carries the
-// cached resourceVersion, so it fails with a conflict instead of overwriting a newer status.
-func (r *Reconciler[T]) writeStatus(ctx context.Context, owner T, status openyurtv1alpha1.YurtAppDaemonStatus) error {
-	if statusEqual(owner.DaemonStatus(), &status) {
-		return nil
-	}
-	updated, ok := owner.DeepCopyObject().(T)
-	if !ok {
-		return fmt.Errorf("copying %s %s", r.kind.gvk.Kind, owner.GetName())
-	}
-	*updated.DaemonStatus() = status
-	// NotFound: the owner was deleted meanwhile; its delete ends the matter, and garbage collection the children.
-	if err := r.Client.Status().Update(ctx, updated); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("writing status of %s %s: %w", r.kind.gvk.Kind, owner.GetName(), err)
-	}
-	return nil
+// writeStatus (writes) writes the status through the status subresource, only if it changed, with the
+// observed resourceVersion as precondition. It reports whether it wrote.
+func (r *Reconciler[T]) writeStatus(ctx context.Context, owner T, status *openyurtv1alpha1.YurtAppDaemonStatus) (bool, error) {
+	return kit.WriteStatus(ctx, r.Client, owner,
+		func(o T) *openyurtv1alpha1.YurtAppDaemonStatus { return o.DaemonStatus() }, status, statusEqual)
 }
 
-// actionErrors returns the errors of the actions that failed, so the owner is retried with backoff. Name
-// conflicts count: no event announces that the foreign object is gone. Render errors do not: only a change
-// of the spec or the pool, which triggers a pass anyway, can cure them.
-func (p *pass) actionErrors() []error {
-	var errs []error
+// errors returns the errors of the pass: a failed read or revision step, and the actions that failed, so
+// the owner is retried with backoff. Name conflicts count: no event announces that the foreign object is
+// gone. Render errors do not: only a change of the spec or the pool, which triggers a pass anyway, can cure
+// them.
+func (p *pass) errors() []error {
+	errs := []error{p.revisionErr, p.poolsErr}
 	for _, m := range []map[string]error{p.createFailed, p.updateFailed, p.deleteFailed} {
 		for _, k := range sortedKeys(m) {
 			errs = append(errs, m[k])
@@ -255,32 +263,9 @@ func (p *pass) actionErrors() []error {
 	}
 	if len(p.nameConflicts) > 0 {
 		errs = append(errs, fmt.Errorf("workload names taken by objects the owner does not control: %s",
-			nameList(slices.Collect(maps.Values(p.nameConflicts)))))
+			kit.NameList(slices.Collect(maps.Values(p.nameConflicts)))))
 	}
 	return errs
-}
-
-// result turns the errors of a pass into its return: errors are returned (joined) so the owner is retried
-// with backoff; when every error is a lost race (a conflict), the owner is only requeued.
-func result(stepErr error, actionErrs []error, statusErr, cleanupErr error) (ctrl.Result, error) {
-	var errs []error
-	conflict := false
-	for _, err := range append([]error{stepErr, statusErr, cleanupErr}, actionErrs...) {
-		switch {
-		case err == nil:
-		case apierrors.IsConflict(err):
-			conflict = true
-		default:
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return ctrl.Result{}, errors.Join(errs...)
-	}
-	if conflict {
-		return ctrl.Result{RequeueAfter: conflictRequeueDelay}, nil
-	}
-	return ctrl.Result{}, nil
 }
 
 // controllerRef is the controller ownerReference to owner.

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -20,7 +21,7 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// TestReconcileClassification runs each classification case (§4.4) as a controller pass, for both owner kinds.
+// TestReconcileClassification runs each classification case as a controller pass, for both owner kinds.
 func TestReconcileClassification(t *testing.T) {
 	old := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := map[string]struct {
@@ -39,7 +40,7 @@ func TestReconcileClassification(t *testing.T) {
 					pool("cloud", map[string]string{"tier": "cloud"}).Obj()}
 			},
 			want:       map[string]string{"dns-east": "dns:1", "dns-west": "dns:1"},
-			wantWrites: map[string]int{"create Deployment": 2, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"create Deployment": 2, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  allGood,
 			wantEvents: []string{"Normal WorkloadCreated"},
 		},
@@ -48,7 +49,7 @@ func TestReconcileClassification(t *testing.T) {
 				return []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), child("dns-east", "east", k.ref())}
 			},
 			want:       map[string]string{"dns-east": "dns:1"},
-			wantWrites: map[string]int{"apply Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"apply": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  allGood,
 			wantEvents: []string{"Normal WorkloadUpdated"},
 		},
@@ -58,7 +59,7 @@ func TestReconcileClassification(t *testing.T) {
 					child("dns-east", "east", k.ref())}
 			},
 			want:       map[string]string{},
-			wantWrites: map[string]int{"delete Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"delete Deployment": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  noPools,
 			wantEvents: []string{"Normal WorkloadDeleted", "Normal NoNodePoolsSelected"},
 		},
@@ -67,7 +68,7 @@ func TestReconcileClassification(t *testing.T) {
 				return []client.Object{k.owner().Obj(), pool("east", edgeLabels).Deleting().Obj(), child("dns-east", "east", k.ref())}
 			},
 			want:       map[string]string{},
-			wantWrites: map[string]int{"delete Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"delete Deployment": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  noPools,
 			wantEvents: []string{"Normal WorkloadDeleted", "Normal NoNodePoolsSelected"},
 		},
@@ -78,7 +79,7 @@ func TestReconcileClassification(t *testing.T) {
 				return []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), older, child("dns-east", "east", k.ref())}
 			},
 			want:       map[string]string{"dns-east": "dns:1"},
-			wantWrites: map[string]int{"apply Deployment": 1, "delete Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"apply": 1, "delete Deployment": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  allGood,
 			wantEvents: []string{"Normal WorkloadUpdated", "Normal WorkloadDeleted"},
 		},
@@ -90,7 +91,7 @@ func TestReconcileClassification(t *testing.T) {
 				return []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), a, b}
 			},
 			want:       map[string]string{"dns-east-bbbbb": "dns:1"},
-			wantWrites: map[string]int{"apply Deployment": 1, "delete Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"apply": 1, "delete Deployment": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  allGood,
 			wantEvents: []string{"Normal WorkloadUpdated", "Normal WorkloadDeleted"},
 		},
@@ -100,7 +101,7 @@ func TestReconcileClassification(t *testing.T) {
 				return []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), c}
 			},
 			want:       map[string]string{"dns-east": "dns:1"},
-			wantWrites: map[string]int{"apply Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"apply": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  allGood,
 			wantEvents: []string{"Normal WorkloadUpdated"},
 		},
@@ -110,7 +111,7 @@ func TestReconcileClassification(t *testing.T) {
 					child("stray", "", k.ref())}
 			},
 			want:       map[string]string{"dns-east": "dns:1", "stray": "dns:0"},
-			wantWrites: map[string]int{"apply Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"apply": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  allGood,
 			wantEvents: []string{"Normal WorkloadUpdated", "Warning UnmappedWorkload"},
 		},
@@ -119,7 +120,7 @@ func TestReconcileClassification(t *testing.T) {
 				return []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), statefulChild("dns-east", "east", k.ref())}
 			},
 			want:       map[string]string{"dns-east": "dns:1"},
-			wantWrites: map[string]int{"create Deployment": 1, "delete StatefulSet": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"create Deployment": 1, "delete StatefulSet": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  allGood,
 			wantEvents: []string{"Normal WorkloadCreated", "Normal WorkloadDeleted"},
 		},
@@ -135,7 +136,7 @@ func TestReconcileClassification(t *testing.T) {
 					child("dns-north", "north", notController)} // owned but not as controller
 			},
 			want:       map[string]string{"dns-east": "dns:0", "dns-west": "dns:0", "dns-north": "dns:0"},
-			wantWrites: map[string]int{"create Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"create Deployment": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds: map[string]string{
 				openyurtv1alpha1.WorkLoadProvisioned: "False/NameConflict",
 				openyurtv1alpha1.WorkLoadUpdated:     "True/AllUpdated",
@@ -149,7 +150,7 @@ func TestReconcileClassification(t *testing.T) {
 				return []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), child("dns-east-old", "east")}
 			},
 			want:       map[string]string{"dns-east-old": "dns:1"},
-			wantWrites: map[string]int{"patch Deployment": 1, "apply Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"patch Deployment": 1, "apply": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds:  allGood,
 			wantEvents: []string{"Normal WorkloadAdopted", "Normal WorkloadUpdated"},
 		},
@@ -158,7 +159,7 @@ func TestReconcileClassification(t *testing.T) {
 				return []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), pool("bad.pool.name-", edgeLabels).Obj()}
 			},
 			want:       map[string]string{"dns-east": "dns:1"},
-			wantWrites: map[string]int{"create Deployment": 1, "create ControllerRevision": 1, "status": 1},
+			wantWrites: map[string]int{"create Deployment": 1, "create ControllerRevision": 1, "status-update": 1},
 			wantConds: map[string]string{
 				openyurtv1alpha1.WorkLoadProvisioned: "True/AllProvisioned",
 				openyurtv1alpha1.WorkLoadUpdated:     "True/AllUpdated",
@@ -187,13 +188,13 @@ func TestReconcileClassification(t *testing.T) {
 				}
 				gotWrites := map[string]int{}
 				for key := range tc.wantWrites {
-					gotWrites[key] = f.writes.get(key)
+					gotWrites[key] = f.writes.Get(key)
 				}
 				if diff := cmp.Diff(tc.wantWrites, gotWrites); diff != "" {
-					t.Errorf("writes (-want +got):\n%s\nall: %v", diff, f.writes.entries())
+					t.Errorf("writes (-want +got):\n%s", diff)
 				}
-				if total, want := f.writes.get("total"), sum(tc.wantWrites); total != want {
-					t.Errorf("total writes = %d, want %d: %v", total, want, f.writes.entries())
+				if total, want := f.writes.Get("total"), sum(tc.wantWrites); total != want {
+					t.Errorf("total writes = %d, want %d: %v", total, want, f.writes.Take())
 				}
 				if diff := cmp.Diff(tc.wantConds, f.conditions(1)); diff != "" {
 					t.Errorf("conditions (-want +got):\n%s", diff)
@@ -272,7 +273,7 @@ func TestRenderedChild(t *testing.T) {
 
 func mapKeysSlice[V any](m map[string]V) []string { return slices.Sorted(mapKeys(m)) }
 
-// TestPoolListFailureTouchesNothing: a failed NodePool read is never "no pools" (YC-5).
+// TestPoolListFailureTouchesNothing: a failed NodePool read is never "no pools".
 func TestPoolListFailureTouchesNothing(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		failPools := interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
@@ -288,8 +289,8 @@ func TestPoolListFailureTouchesNothing(t *testing.T) {
 			t.Fatal("reconcile returned no error")
 		}
 		for _, verb := range []string{"delete", "apply", "create Deployment"} {
-			if n := f.writes.get(verb); n != 0 {
-				t.Errorf("%d %s calls, want none: %v", n, verb, f.writes.entries())
+			if n := f.writes.Get(verb); n != 0 {
+				t.Errorf("%d %s calls, want none: %v", n, verb, f.writes.Take())
 			}
 		}
 		if n := len(f.deployments()); n != 2 {
@@ -309,13 +310,13 @@ func TestPoolListFailureTouchesNothing(t *testing.T) {
 	})
 }
 
-// TestSecondPassMakesNoWrites: a pass over a converged owner writes nothing (PF-3).
+// TestSecondPassMakesNoWrites: a pass over a converged owner writes nothing.
 func TestSecondPassMakesNoWrites(t *testing.T) {
 	owners := map[string]func(k kindCase) client.Object{
 		"deployment with tweaks": func(k kindCase) client.Object {
 			return k.owner().Tweaks(openyurtv1alpha1.WorkloadTweak{
 				Pools:  []string{"east"},
-				Tweaks: openyurtv1alpha1.Tweaks{Replicas: ptrInt32(3), ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "main", TargetImage: "dns:east"}}},
+				Tweaks: openyurtv1alpha1.Tweaks{Replicas: ptr.To[int32](3), ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "main", TargetImage: "dns:east"}}},
 			}).Obj()
 		},
 		"statefulset": func(k kindCase) client.Object {
@@ -329,17 +330,17 @@ func TestSecondPassMakesNoWrites(t *testing.T) {
 					pool("west", edgeLabels).Obj(), child("dns-old", "gone", k.ref())}
 				f := newFixture(t, k, objs, interceptor.Funcs{})
 				f.mustReconcile()
-				if f.writes.get("total") == 0 {
+				if f.writes.Get("total") == 0 {
 					t.Fatal("the first pass wrote nothing")
 				}
-				f.writes.reset()
+				f.writes.Reset()
 				f.eventReasons()
 				res, err := f.reconcile()
 				if err != nil || !res.IsZero() {
 					t.Fatalf("second pass: %v, %v", res, err)
 				}
-				if n := f.writes.get("total"); n != 0 {
-					t.Errorf("second pass made %d writes: %v", n, f.writes.entries())
+				if n := f.writes.Get("total"); n != 0 {
+					t.Errorf("second pass made %d writes: %v", n, f.writes.Take())
 				}
 				if ev := f.eventReasons(); len(ev) != 0 {
 					t.Errorf("second pass emitted events %v", ev)
@@ -458,14 +459,14 @@ func TestConditionsAlwaysPresent(t *testing.T) {
 	}
 }
 
-// TestInvalidSpecTouchesNothing: no child is changed or deleted for an invalid spec (§4.2 step 2).
+// TestInvalidSpecTouchesNothing: no child is changed or deleted for an invalid spec.
 func TestInvalidSpecTouchesNothing(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		owner := k.owner().NodePoolSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}).Obj()
 		f := newFixture(t, k, []client.Object{owner, pool("east", edgeLabels).Obj(), child("dns-east", "east", k.ref())}, interceptor.Funcs{})
 		f.mustReconcile()
-		if n, want := f.writes.get("total"), f.writes.get("status"); n != want || want != 1 {
-			t.Errorf("writes = %v, want only one status write", f.writes.entries())
+		if n, want := f.writes.Get("total"), f.writes.Get("status-update"); n != want || want != 1 {
+			t.Errorf("writes = %v, want only one status write", f.writes.Take())
 		}
 		if st := f.ownerStatus(); st.TemplateType != "" {
 			t.Errorf("templateType = %q, want empty", st.TemplateType)
@@ -474,7 +475,7 @@ func TestInvalidSpecTouchesNothing(t *testing.T) {
 }
 
 // TestWarningEventsGiveCounts: a warning event says how many pools or names it concerns before listing
-// them (§7).
+// them.
 func TestWarningEventsGiveCounts(t *testing.T) {
 	k := ownerKindCases[0]
 	f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(),

@@ -28,13 +28,13 @@ import (
 )
 
 const (
-	// maxCollisionRetries bounds the revision name collisions resolved in one pass (YC-19).
+	// maxCollisionRetries bounds the revision name collisions resolved in one pass.
 	maxCollisionRetries = 5
 	// defaultRevisionHistoryLimit applies when spec.revisionHistoryLimit is nil.
 	defaultRevisionHistoryLimit = 10
 )
 
-// revisionState is the outcome of the revision step (YC-17 … YC-19).
+// revisionState is the outcome of the revision step.
 type revisionState struct {
 	// current is the revision of the current template, the newest one; nil if the step failed.
 	current *appsv1.ControllerRevision
@@ -107,7 +107,7 @@ func (r *Reconciler[T]) createRevision(ctx context.Context, owner T, data []byte
 	return st, fmt.Errorf("no free ControllerRevision name after %d collisions", maxCollisionRetries)
 }
 
-// newRevision builds the ControllerRevision of data (YC-19).
+// newRevision builds the ControllerRevision of data.
 func newRevision(owner openyurtv1alpha1.Owner, gvk schema.GroupVersionKind, data []byte, hash string, number int64) *appsv1.ControllerRevision {
 	lbls := map[string]string{}
 	if sel := owner.DaemonSpec().Selector; sel != nil {
@@ -183,7 +183,7 @@ func cacheBehind(err error) bool {
 }
 
 // promoteRevision makes cr the newest revision: its number is raised to top+1 unless it already is the
-// highest (a rollback to an earlier template, YC-19).
+// highest (a rollback to an earlier template).
 func (r *Reconciler[T]) promoteRevision(ctx context.Context, cr *appsv1.ControllerRevision, top int64) (*appsv1.ControllerRevision, error) {
 	if cr.Revision >= top {
 		return cr.DeepCopy(), nil
@@ -196,7 +196,7 @@ func (r *Reconciler[T]) promoteRevision(ctx context.Context, cr *appsv1.Controll
 	return updated, nil
 }
 
-// adoptRevision takes an orphaned revision with the current data (YC-19): it gets the controller
+// adoptRevision takes an orphaned revision with the current data: it gets the controller
 // ownerReference, under UID and resourceVersion preconditions, and becomes the newest revision.
 func (r *Reconciler[T]) adoptRevision(ctx context.Context, owner T, cr *appsv1.ControllerRevision, top int64) (*appsv1.ControllerRevision, error) {
 	updated := cr.DeepCopy()
@@ -214,7 +214,7 @@ func (r *Reconciler[T]) adoptRevision(ctx context.Context, owner T, cr *appsv1.C
 	return updated, nil
 }
 
-// cleanupHistory deletes the oldest owned revisions beyond spec.revisionHistoryLimit (YC-20), never the
+// cleanupHistory deletes the oldest owned revisions beyond spec.revisionHistoryLimit, never the
 // current one nor one a child's revision label names. It runs after the status write.
 func (r *Reconciler[T]) cleanupHistory(ctx context.Context, owner T, st revisionState, live sets.Set[string]) error {
 	if st.current == nil {

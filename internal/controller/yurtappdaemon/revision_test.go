@@ -11,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // revisionData is the revision data of the standard owner of kind k.
@@ -151,19 +153,19 @@ func TestRevisions(t *testing.T) {
 				if diff := cmp.Diff(tc.want(data), got); diff != "" {
 					t.Errorf("revisions (-want +got):\n%s", diff)
 				}
-				n := f.writes.get("create ControllerRevision") + f.writes.get("patch ControllerRevision") + f.writes.get("delete ControllerRevision")
+				n := f.writes.Get("create ControllerRevision") + f.writes.Get("patch ControllerRevision") + f.writes.Get("delete ControllerRevision")
 				if n != tc.wantRevisionWrites {
-					t.Errorf("%d revision writes, want %d: %v", n, tc.wantRevisionWrites, f.writes.entries())
+					t.Errorf("%d revision writes, want %d: %v", n, tc.wantRevisionWrites, f.writes.Take())
 				}
 				if got := f.deployments()["dns-east"].Labels[openyurtv1alpha1.LabelControllerRevisionHash]; got != st.CurrentRevision {
 					t.Errorf("child revision label %q, want %q", got, st.CurrentRevision)
 				}
 
 				// A second pass changes nothing, the collision count included.
-				f.writes.reset()
+				f.writes.Reset()
 				f.mustReconcile()
-				if n := f.writes.get("total"); n != 0 {
-					t.Errorf("second pass made %d writes: %v", n, f.writes.entries())
+				if n := f.writes.Get("total"); n != 0 {
+					t.Errorf("second pass made %d writes: %v", n, f.writes.Take())
 				}
 			})
 		})
@@ -182,7 +184,7 @@ func hideRevisionLists() interceptor.Funcs {
 	}}
 }
 
-// TestRevisionHistory covers YC-20: the oldest revisions beyond the limit are deleted after the status write,
+// TestRevisionHistory: the oldest revisions beyond the limit are deleted after the status write,
 // never the current one nor one a child still names.
 func TestRevisionHistory(t *testing.T) {
 	tests := map[string]struct {
@@ -190,9 +192,9 @@ func TestRevisionHistory(t *testing.T) {
 		want  []string // old revisions left besides the current one
 	}{
 		"nil keeps 10":                    {limit: nil, want: []string{"dns-r1", "dns-r2", "dns-r3", "dns-r4"}},
-		"0 keeps only current and live":   {limit: ptrInt32(0), want: []string{"dns-r2"}},
-		"2 keeps the two newest and live": {limit: ptrInt32(2), want: []string{"dns-r2", "dns-r3", "dns-r4"}},
-		"1 keeps the newest and live":     {limit: ptrInt32(1), want: []string{"dns-r2", "dns-r4"}},
+		"0 keeps only current and live":   {limit: ptr.To[int32](0), want: []string{"dns-r2"}},
+		"2 keeps the two newest and live": {limit: ptr.To[int32](2), want: []string{"dns-r2", "dns-r3", "dns-r4"}},
+		"1 keeps the newest and live":     {limit: ptr.To[int32](1), want: []string{"dns-r2", "dns-r4"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -280,11 +282,11 @@ func TestRevisionNotCachedYetIsNoFailure(t *testing.T) {
 		}
 		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj()}, hooks)
 		res, err := f.reconcile()
-		if err != nil || res.RequeueAfter != conflictRequeueDelay {
-			t.Fatalf("result %+v, error %v; want a quiet requeue after %s", res, err, conflictRequeueDelay)
+		if err != nil || res.RequeueAfter != kit.ConflictBaseDelay {
+			t.Fatalf("result %+v, error %v; want a quiet requeue after %s", res, err, kit.ConflictBaseDelay)
 		}
-		if n := f.writes.get("total") - f.writes.get("create ControllerRevision"); n != 0 {
-			t.Errorf("%d writes besides the revision create: %v", n, f.writes.entries())
+		if n := f.writes.Get("total") - f.writes.Get("create ControllerRevision"); n != 0 {
+			t.Errorf("%d writes besides the revision create: %v", n, f.writes.Take())
 		}
 		if ev := f.eventReasons(); len(ev) != 0 {
 			t.Errorf("events %v, want none", ev)

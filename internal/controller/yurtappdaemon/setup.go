@@ -1,5 +1,5 @@
 // Package yurtappdaemon implements the one generic controller behind YurtAppDaemon and UnitedDaemonSet
-// (spec: yurtappdaemon.md §4): a Deployment or StatefulSet per selected NodePool. The pure parts (naming,
+// (docs/yurtappdaemon.md): a Deployment or StatefulSet per selected NodePool. The pure parts (naming,
 // rendering, tweaks, revision hashing, the sync check, structural validation, workload adapters) live in
 // the render subpackage, which the webhooks share.
 package yurtappdaemon
@@ -24,7 +24,7 @@ import (
 	"github.com/drover-dev/drover/internal/webhook"
 )
 
-// Controller names (YC-1), also the values of --controllers.
+// Controller names, also the values of --controllers.
 const (
 	YurtAppDaemonControllerName   = "yurtappdaemon"
 	UnitedDaemonSetControllerName = "uniteddaemonset"

@@ -57,7 +57,7 @@ func TestSetup(t *testing.T) {
 	}
 }
 
-// TestReconcileStops: a missing owner or one being deleted is left to garbage collection (YC-29).
+// TestReconcileStops: a missing owner or one being deleted is left to garbage collection.
 func TestReconcileStops(t *testing.T) {
 	tests := map[string]func(k kindCase) []client.Object{
 		"not found": func(kindCase) []client.Object { return nil },
@@ -72,8 +72,8 @@ func TestReconcileStops(t *testing.T) {
 				if res, err := f.reconcile(); err != nil || !res.IsZero() {
 					t.Fatalf("reconcile = %v, %v", res, err)
 				}
-				if n := f.writes.get("total"); n != 0 {
-					t.Errorf("%d writes: %v", n, f.writes.entries())
+				if n := f.writes.Get("total"); n != 0 {
+					t.Errorf("%d writes: %v", n, f.writes.Take())
 				}
 			})
 		})

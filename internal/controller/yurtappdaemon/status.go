@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // maxErrorBytes caps the part of a condition message quoting one API error.
@@ -19,7 +20,7 @@ const maxErrorBytes = 256
 // failure is one failing concern of a pass, with its WorkLoadFailure reason.
 type failure struct{ reason, message string }
 
-// computeStatus rebuilds the status from a pass (§2.3, §7). Fields the pass did not observe (it stopped
+// computeStatus rebuilds the status from a pass. Fields the pass did not observe (it stopped
 // early) keep their previous values; the three conditions are always set, with observedGeneration, and a
 // condition's lastTransitionTime changes only with its status.
 func computeStatus(prev *openyurtv1alpha1.YurtAppDaemonStatus, generation int64, p *pass, now metav1.Time) openyurtv1alpha1.YurtAppDaemonStatus {
@@ -42,7 +43,7 @@ func computeStatus(prev *openyurtv1alpha1.YurtAppDaemonStatus, generation int64,
 	for _, c := range []metav1.Condition{provisionedCondition(p, failures), updatedCondition(p, failures), failureCondition(failures)} {
 		c.ObservedGeneration = generation
 		c.LastTransitionTime = now
-		c.Message = truncate(c.Message, maxMessageBytes)
+		c.Message = kit.Truncate(c.Message, kit.MaxMessageBytes)
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	}
 	normalizeStatus(&st)
@@ -72,7 +73,7 @@ func summarize(p *pass, currentRevision string) (summary []openyurtv1alpha1.Work
 	return summary, total, ready, updated
 }
 
-// failures returns what is failing, in the order of the WorkLoadFailure reasons (§7).
+// failures returns what is failing, in the order of the WorkLoadFailure reasons.
 func (p *pass) failures() []failure {
 	var out []failure
 	add := func(reason, format string, args ...any) {
@@ -81,20 +82,20 @@ func (p *pass) failures() []failure {
 	switch {
 	case len(p.invalid) > 0:
 		add(openyurtv1alpha1.ReasonInvalidSpec, "The spec is invalid, no workload was changed: %s",
-			truncate(p.invalid.ToAggregate().Error(), maxMessageBytes))
+			kit.Truncate(p.invalid.ToAggregate().Error(), kit.MaxMessageBytes))
 		return out
 	case p.revisionErr != nil:
 		add(openyurtv1alpha1.ReasonRevisionFailed, "Ensuring the ControllerRevision failed, no workload was changed: %s",
-			truncate(p.revisionErr.Error(), maxErrorBytes))
+			kit.Truncate(p.revisionErr.Error(), maxErrorBytes))
 		return out
 	case p.poolsErr != nil:
 		add(openyurtv1alpha1.ReasonNodePoolListFailed, "Reading the NodePools or the owned workloads failed, no workload was changed: %s",
-			truncate(p.poolsErr.Error(), maxErrorBytes))
+			kit.Truncate(p.poolsErr.Error(), maxErrorBytes))
 		return out
 	}
 	if len(p.nameConflicts) > 0 {
 		add(openyurtv1alpha1.ReasonNameConflict, "Workload names are taken by objects this owner does not control: %s",
-			nameList(slices.Collect(maps.Values(p.nameConflicts))))
+			kit.NameList(slices.Collect(maps.Values(p.nameConflicts))))
 	}
 	if len(p.renderErrs) > 0 {
 		add(openyurtv1alpha1.ReasonRenderFailed, "Rendering failed for %s", poolErrors(p.renderErrs, nil))
@@ -110,7 +111,7 @@ func (p *pass) failures() []failure {
 	}
 	if len(p.pools.invalidNames) > 0 {
 		add(openyurtv1alpha1.ReasonInvalidNodePoolName, "Selected NodePools whose names are not valid label values were skipped: %s",
-			nameList(p.pools.invalidNames))
+			kit.NameList(p.pools.invalidNames))
 	}
 	return out
 }
@@ -119,10 +120,10 @@ func (p *pass) failures() []failure {
 func poolErrors(failed map[string]error, pending []string) string {
 	var parts []string
 	if keys := sortedKeys(failed); len(keys) > 0 {
-		parts = append(parts, fmt.Sprintf("%s: %s", nameList(keys), truncate(failed[keys[0]].Error(), maxErrorBytes)))
+		parts = append(parts, fmt.Sprintf("%s: %s", kit.NameList(keys), kit.Truncate(failed[keys[0]].Error(), maxErrorBytes)))
 	}
 	if len(pending) > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending after an earlier failure: %s", len(pending), nameList(pending)))
+		parts = append(parts, fmt.Sprintf("%d pending after an earlier failure: %s", len(pending), kit.NameList(pending)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -142,7 +143,7 @@ func messagesOf(failures []failure, reasons ...string) string {
 	return strings.Join(msgs, "; ")
 }
 
-// stoppedEarly sets c for a pass that stopped before its actions (§4.2 steps 2–4: invalid spec, revision or
+// stoppedEarly sets c for a pass that stopped before its actions (invalid spec, revision or
 // pool read failed), whose first failure says why, and reports whether it did.
 func stoppedEarly(c *metav1.Condition, p *pass, failures []failure) bool {
 	switch {
@@ -194,10 +195,10 @@ func (p *pass) unprovisioned() string {
 	awaiting := slices.Concat(sortedKeys(p.deleteFailed), p.deletePending, p.otherKindWaiting)
 	var parts []string
 	if len(missing) > 0 {
-		parts = append(parts, fmt.Sprintf("%d NodePool(s) have no workload: %s", len(missing), nameList(missing)))
+		parts = append(parts, fmt.Sprintf("%d NodePool(s) have no workload: %s", len(missing), kit.NameList(missing)))
 	}
 	if len(awaiting) > 0 {
-		parts = append(parts, fmt.Sprintf("%d workload(s) await deletion: %s", len(awaiting), nameList(awaiting)))
+		parts = append(parts, fmt.Sprintf("%d workload(s) await deletion: %s", len(awaiting), kit.NameList(awaiting)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -227,7 +228,7 @@ func updatedCondition(p *pass, failures []failure) metav1.Condition {
 	return c
 }
 
-// failureCondition is WorkLoadFailure: True while something fails, with the first reason in §7's order and
+// failureCondition is WorkLoadFailure: True while something fails, with the first reason in the order of failures() and
 // a message aggregating all of them.
 func failureCondition(failures []failure) metav1.Condition {
 	c := metav1.Condition{Type: openyurtv1alpha1.WorkLoadFailure}
@@ -256,7 +257,7 @@ func normalizeStatus(st *openyurtv1alpha1.YurtAppDaemonStatus) {
 	}
 }
 
-// statusEqual compares two statuses semantically (YC-25).
+// statusEqual compares two statuses semantically.
 func statusEqual(a, b *openyurtv1alpha1.YurtAppDaemonStatus) bool {
 	x, y := a.DeepCopy(), b.DeepCopy()
 	normalizeStatus(x)

@@ -2,11 +2,9 @@ package yurtappdaemon
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,40 +13,8 @@ import (
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
+	"github.com/drover-dev/drover/internal/kit"
 )
-
-func TestNameList(t *testing.T) {
-	var many []string
-	for i := range 13 {
-		many = append(many, fmt.Sprintf("p%02d", 12-i))
-	}
-	tests := map[string]struct {
-		in   []string
-		want string
-	}{
-		"sorted":       {in: []string{"b", "a"}, want: "a, b"},
-		"ten and more": {in: many, want: "p00, p01, p02, p03, p04, p05, p06, p07, p08, p09 and 3 more"},
-		"empty":        {in: nil, want: ""},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := nameList(tc.in); got != tc.want {
-				t.Errorf("nameList = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	long := strings.Repeat("é", 600) // 1200 bytes
-	got := truncate(long, maxMessageBytes)
-	if len(got) > maxMessageBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
-		t.Errorf("truncate gave %d bytes, valid %v", len(got), utf8.ValidString(got))
-	}
-	if truncate("short", 10) != "short" {
-		t.Error("a short string was changed")
-	}
-}
 
 // testPass is a pass that acted, over the given pools and kept children.
 func testPass(pools []string, keep map[string]client.Object) *pass {
@@ -90,7 +56,7 @@ func TestComputeStatus(t *testing.T) {
 		if c.ObservedGeneration != 2 {
 			t.Errorf("%s observedGeneration %d", c.Type, c.ObservedGeneration)
 		}
-		if len(c.Message) > maxMessageBytes {
+		if len(c.Message) > kit.MaxMessageBytes {
 			t.Errorf("%s message has %d bytes", c.Type, len(c.Message))
 		}
 		wantTime := t0

@@ -8,7 +8,7 @@ import (
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 )
 
-// Adapter is the small per-workload-kind interface (spec §1 "Workload adapter").
+// Adapter is the small per-workload-kind interface: what differs between Deployments and StatefulSets.
 type Adapter interface {
 	// Kind is the template type the adapter renders.
 	Kind() openyurtv1alpha1.TemplateType
@@ -20,18 +20,18 @@ type Adapter interface {
 	NewList() client.ObjectList
 	// Items returns the items of a list made by NewList, as pointers into it.
 	Items(list client.ObjectList) []client.Object
-	// NameLimit is the longest child name YC-9 uses.
+	// NameLimit is the longest deterministic child name of the kind.
 	NameLimit() int
-	// Summary reads a live child: spec replicas, ready replicas, the availableCondition string (§2.3) and
-	// whether it counts as Ready and Updated (§2.3 counters; Updated needs the current revision name).
+	// Summary reads a live child: spec replicas, ready replicas, the availableCondition string and
+	// whether it counts as Ready and Updated (the status counters; Updated needs the current revision name).
 	Summary(obj client.Object, currentRevision string) Summary
 	// ImmutableChanges lists, for a template update, the spec fields Kubernetes does not let this kind
-	// change (WH-13; none for Deployments besides the selector, which WH-11 covers). fldPath is the path of
+	// change (none for Deployments besides the selector, which the webhook's selector-immutability check covers). fldPath is the path of
 	// the workload template (normally spec.workloadTemplate); errors are Forbidden at <member>.spec.
 	ImmutableChanges(oldTmpl, newTmpl *openyurtv1alpha1.WorkloadTemplate, fldPath *field.Path) field.ErrorList
 }
 
-// Summary is what the owner's status needs of a live child (§2.3).
+// Summary is what the owner's status needs of a live child.
 type Summary struct {
 	Replicas, ReadyReplicas int32
 	// Available is "True", "False" or "Unknown".

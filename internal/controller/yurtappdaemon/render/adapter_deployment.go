@@ -57,7 +57,7 @@ func (deploymentAdapter) Summary(obj client.Object, currentRevision string) Summ
 	return s
 }
 
-// ImmutableChanges: Kubernetes lets every Deployment spec field change except the selector (WH-11).
+// ImmutableChanges: Kubernetes lets every Deployment spec field change except the selector.
 func (deploymentAdapter) ImmutableChanges(_, _ *openyurtv1alpha1.WorkloadTemplate, _ *field.Path) field.ErrorList {
 	return nil
 }

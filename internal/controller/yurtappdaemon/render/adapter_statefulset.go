@@ -19,8 +19,8 @@ type statefulSetAdapter struct{}
 
 var _ Adapter = statefulSetAdapter{}
 
-// statefulSetMutable are the StatefulSet spec fields Kubernetes v1.36 lets an update change (WH-13). The
-// selector is left to WH-11, which reports it on its own path.
+// statefulSetMutable are the StatefulSet spec fields Kubernetes v1.36 lets an update change. The
+// selector is left to the webhook's selector-immutability check, which reports it on its own path.
 var statefulSetMutable = map[string]bool{
 	"replicas": true, "ordinals": true, "template": true, "updateStrategy": true, "revisionHistoryLimit": true,
 	"persistentVolumeClaimRetentionPolicy": true, "minReadySeconds": true, "selector": true,

@@ -173,7 +173,7 @@ func TestImmutableChanges(t *testing.T) {
 			s.MinReadySeconds = 5
 			s.Ordinals = &appsv1.StatefulSetOrdinals{Start: 1}
 			s.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
-			s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}} // WH-11's
+			s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}} // the selector check's
 		}},
 		"serviceName": {edit: func(s *appsv1.StatefulSetSpec) { s.ServiceName = "other" }, changed: "serviceName"},
 		"two fields": {edit: func(s *appsv1.StatefulSetSpec) {

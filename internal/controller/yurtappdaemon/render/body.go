@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// toJSONMap converts a typed API struct (or a pointer to one) to the JSON object an apply body holds
-// (YC-22). It follows encoding/json (tags, omitempty, inline structs, custom marshalers) with two
+// toJSONMap converts a typed API struct (or a pointer to one) to the JSON object an apply body holds.
+// It follows encoding/json (tags, omitempty, inline structs, custom marshalers) with two
 // differences: null values are left out, and a non-pointer struct field that encodes to {} is left out,
 // because it is what the template leaves unset (strategy: {}, resources: {}, metadata: {}). A pointer to an
 // empty struct is kept (emptyDir: {} means something). Numbers are int64 or float64, as in unstructured.

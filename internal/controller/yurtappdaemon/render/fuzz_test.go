@@ -9,8 +9,8 @@ import (
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 )
 
-// FuzzRender feeds random specs and pools through Render, ValidateSpec and the helpers: none may panic
-// (§9), and a rendered body must be in sync with itself.
+// FuzzRender feeds random specs and pools through Render, ValidateSpec and the helpers: none may panic,
+// and a rendered body must be in sync with itself.
 func FuzzRender(f *testing.F) {
 	seeds := []struct{ spec, pool string }{
 		{`{}`, `{}`},

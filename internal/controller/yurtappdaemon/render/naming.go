@@ -11,16 +11,16 @@ import (
 )
 
 const (
-	// DeploymentNameLimit keeps the ReplicaSet name <deployment>-<pod-template-hash ≤ 10> within 253 (YC-9).
+	// DeploymentNameLimit keeps the ReplicaSet name <deployment>-<pod-template-hash ≤ 10> within 253.
 	DeploymentNameLimit = 242
 	// StatefulSetNameLimit keeps the pods' controller-revision-hash label <statefulset>-<hash ≤ 10> within
-	// 63 (YC-9).
+	// 63.
 	StatefulSetNameLimit = 52
 	// fallbackHashLen is the number of hex characters of the fallback name's hash.
 	fallbackHashLen = 10
 )
 
-// ChildName returns the deterministic name of the child of owner for pool (YC-9): "<owner>-<pool>" when
+// ChildName returns the deterministic name of the child of owner for pool: "<owner>-<pool>" when
 // it is a valid name within the kind's limit, else a prefix of it cut to the limit minus 11 plus "-" and
 // 10 hex characters of SHA-256 over "<owner>/<pool>". StatefulSet names are DNS labels, so the fallback
 // replaces dots with dashes. An unknown kind gets the Deployment rule.

@@ -1,5 +1,5 @@
-// Package render is the pure render core of the YurtAppDaemon/UnitedDaemonSet controller (spec
-// yurtappdaemon.md §4.4–§4.8, §6.2): child naming, rendering with pool constraints and tweaks, revision
+// Package render is the pure render core of the YurtAppDaemon/UnitedDaemonSet controller
+// (docs/yurtappdaemon.md): child naming, rendering with pool constraints and tweaks, revision
 // data and hashes, the sync check, the workload adapters and the structural validation the webhook and
 // the controller share. It makes no client calls.
 package render
@@ -54,11 +54,11 @@ type Input struct {
 // Result is one rendered child.
 type Result struct {
 	// Body is the server-side-apply body: apiVersion/kind set; no status, no creationTimestamp, no
-	// zero-valued structs or empty maps the template leaves unset (YC-22); it carries the rendered-hash annotation.
+	// zero-valued structs or empty maps the template leaves unset; it carries the rendered-hash annotation.
 	Body *unstructured.Unstructured
-	// Hash is the rendered hash (YC-23: canonical JSON of the body without the annotation, SHA-256, first 16 hex chars).
+	// Hash is the rendered hash: canonical JSON of the body without the annotation, SHA-256, first 16 hex chars.
 	Hash string
-	// Replicas is r of §4.6: nil when drover does not manage spec.replicas.
+	// Replicas is the replicas drover renders: nil when drover does not manage spec.replicas.
 	Replicas *int32
 }
 
@@ -80,17 +80,18 @@ func (e *RenderError) Unwrap() error { return e.Err }
 // check normally catches it first).
 var errNoTemplate = errors.New("spec.workloadTemplate must have exactly one of statefulSetTemplate and deploymentTemplate")
 
-// protectedPaths are the JSON pointers a tweak patch may not touch (§4.5 step 8).
+// protectedPaths are the JSON pointers a tweak patch may not touch.
 var protectedPaths = []string{
 	"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/generateName",
 	"/metadata/ownerReferences", "/spec/selector", "/status",
 }
 
-// ProtectedPaths returns the JSON pointers a tweak patch may not touch, nor anything below them (§4.5 step 8).
+// ProtectedPaths returns the JSON pointers a tweak patch may not touch, nor anything below them.
 func ProtectedPaths() []string { return append([]string(nil), protectedPaths...) }
 
-// Render renders the child of one pool: §4.5 steps 1–10 and the replicas rule YC-14/YC-15. The YC-16
-// handoff is the caller's job. A failing tweak returns a *RenderError; a spec without exactly one
+// Render renders the child of one pool: identity, pool constraints, tweaks, and the replicas rule (the
+// template's or a tweak's count is authoritative; none means the live count is left alone). Handing the
+// replicas over when they stop being rendered is the caller's job. A failing tweak returns a *RenderError; a spec without exactly one
 // template member returns a plain error.
 func Render(in Input) (*Result, error) {
 	if in.Spec == nil {
@@ -277,7 +278,7 @@ func tolerated(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
 	return false
 }
 
-// desiredReplicas is r of §4.6: the replicas of the last matching tweak that sets them, else the template's.
+// desiredReplicas is the replicas drover renders: the replicas of the last matching tweak that sets them, else the template's.
 func desiredReplicas(spec *openyurtv1alpha1.YurtAppDaemonSpec, idx []int) *int32 {
 	for k := len(idx) - 1; k >= 0; k-- {
 		if r := spec.WorkloadTweaks[idx[k]].Tweaks.Replicas; r != nil {
@@ -296,7 +297,7 @@ func desiredReplicas(spec *openyurtv1alpha1.YurtAppDaemonSpec, idx []int) *int32
 	return ptr.To(*r)
 }
 
-// setReplicas applies YC-14/YC-15: spec.replicas and the applied-replicas annotation, or neither.
+// setReplicas renders spec.replicas and the applied-replicas annotation when r is set, or neither.
 func setReplicas(obj client.Object, r *int32) {
 	w := partsOf(obj)
 	anns := obj.GetAnnotations()
@@ -310,7 +311,7 @@ func setReplicas(obj client.Object, r *int32) {
 	obj.SetAnnotations(anns)
 }
 
-// toBody builds the apply body (YC-22): apiVersion, kind, the identity metadata and the spec, without
+// toBody builds the apply body: apiVersion, kind, the identity metadata and the spec, without
 // zero-valued structs, nil maps and null values. Other metadata a patch may have set is not rendered.
 func toBody(obj client.Object) (*unstructured.Unstructured, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
@@ -338,7 +339,7 @@ func toBody(obj client.Object) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// bodyHash is the rendered hash of YC-23: canonical JSON (encoding/json sorts map keys) of the body without
+// bodyHash is the rendered hash: canonical JSON (encoding/json sorts map keys) of the body without
 // the rendered-hash annotation, SHA-256, the first 16 hex characters.
 func bodyHash(body *unstructured.Unstructured) (string, error) {
 	obj := body.Object

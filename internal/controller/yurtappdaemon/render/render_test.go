@@ -307,7 +307,7 @@ func TestRenderReplicas(t *testing.T) {
 	}
 }
 
-// The handoff (YC-16) is the reconciler's; the render side of it is that the body of an unmanaged child
+// The handoff is the reconciler's; the render side of it is that the body of an unmanaged child
 // carries neither spec.replicas nor the annotation, even when the template metadata has the annotation.
 func TestRenderReplicasHandoffBody(t *testing.T) {
 	spec := deploySpec()

@@ -12,10 +12,10 @@ import (
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 )
 
-// revisionPrefixLimit keeps "<prefix>-<hash ≤ 10>" within a 63-character label value (YC-18).
+// revisionPrefixLimit keeps "<prefix>-<hash ≤ 10>" within a 63-character label value.
 const revisionPrefixLimit = 52
 
-// RevisionData returns the ControllerRevision data of spec (YC-17): spec.workloadTemplate only, as the
+// RevisionData returns the ControllerRevision data of spec: spec.workloadTemplate only, as the
 // replace patch {"spec":{"workloadTemplate":{…,"$patch":"replace"}}}. The encoding is deterministic
 // (encoding/json sorts map keys), so equal templates give equal bytes.
 func RevisionData(spec *openyurtv1alpha1.YurtAppDaemonSpec) ([]byte, error) {
@@ -38,7 +38,7 @@ func RevisionData(spec *openyurtv1alpha1.YurtAppDaemonSpec) ([]byte, error) {
 	return data, nil
 }
 
-// RevisionHash returns the revision hash of data (YC-18), computed exactly as Kubernetes' controller
+// RevisionHash returns the revision hash of data, computed exactly as Kubernetes' controller
 // history does (k8s.io/kubernetes/pkg/controller/history.HashControllerRevision, which uses the 32-bit
 // FNV-1 hash): the data bytes, then the decimal collision count when it is set, safe-encoded.
 func RevisionHash(data []byte, collisionCount *int32) string {
@@ -50,7 +50,7 @@ func RevisionHash(data []byte, collisionCount *int32) string {
 	return rand.SafeEncodeString(strconv.FormatUint(uint64(hf.Sum32()), 10))
 }
 
-// RevisionName returns the ControllerRevision name "<prefix>-<hash>" (YC-18): the prefix is the owner name
+// RevisionName returns the ControllerRevision name "<prefix>-<hash>": the prefix is the owner name
 // cut to 52 characters and stripped of trailing '-' and '.', so the name fits a 63-character label value.
 func RevisionName(owner, hash string) string {
 	prefix := owner

@@ -12,10 +12,10 @@ import (
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 )
 
-// InSync reports whether live needs no write for body (YC-23): live carries body's rendered-hash
+// InSync reports whether live needs no write for body: live carries body's rendered-hash
 // annotation, a controller ownerReference with ownerUID, and body is a semantic subset of live (apiVersion
 // and kind aside, which typed objects from the cache do not carry). spec.replicas, when the body sets it,
-// must be equal: drift of the managed replica count is repaired even when the count is 0 (YC-14).
+// must be equal: drift of the managed replica count is repaired even when the count is 0.
 func InSync(body *unstructured.Unstructured, live client.Object, ownerUID types.UID) bool {
 	if body == nil || isNil(live) || ownerUID == "" {
 		return false
@@ -73,7 +73,7 @@ func objectMap(o client.Object) (map[string]any, error) {
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 }
 
-// IsSubset reports whether body is a semantic subset of live (YC-23):
+// IsSubset reports whether body is a semantic subset of live:
 //   - a field that is unset or zero in body (nil, false, 0, "", {}, []) is ignored;
 //   - scalars are equal; numbers compare by value, resource quantities by value;
 //   - every key of a body map is in the live map with a subset value;
@@ -165,7 +165,7 @@ func keysEqual(a, b []any) bool {
 	return true
 }
 
-// isZero reports whether v is unset or zero in the sense of YC-23.
+// isZero reports whether v is unset or zero in the sense of the sync check: an unset field and its zero value are in sync.
 func isZero(v any) bool {
 	switch x := v.(type) {
 	case nil:

@@ -18,7 +18,7 @@ import (
 )
 
 // MatchingTweaks returns the tweaks whose pools contain the pool's name or whose nodepoolSelector matches
-// the pool's labels, in list order (§4.5 step 7). An absent or unconvertible selector matches nothing.
+// the pool's labels, in list order. An absent or unconvertible selector matches nothing.
 func MatchingTweaks(spec *openyurtv1alpha1.YurtAppDaemonSpec, pool Pool) []openyurtv1alpha1.WorkloadTweak {
 	if spec == nil {
 		return nil
@@ -72,7 +72,7 @@ func (e *tweakError) Error() string {
 
 func (e *tweakError) Unwrap() error { return e.Err }
 
-// applyTweak applies the images and patches of tweak number i to obj for pool (§4.5 step 7). Patches work
+// applyTweak applies the images and patches of tweak number i to obj for pool. Patches work
 // on the JSON of the object rendered so far (as encoding/json writes it, like OpenYurt's YurtAppSet) and
 // the result is decoded strictly, so a patch that adds an unknown field fails instead of vanishing.
 func applyTweak(obj client.Object, t *openyurtv1alpha1.WorkloadTweak, i int, pool string) (client.Object, error) {

@@ -19,18 +19,18 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 )
 
-// PlaceholderPoolName is the pool WH-8 (and the webhook's WH-10 dry run) renders the template for.
+// PlaceholderPoolName is the pool the tweak validation (and the webhook's dry run) renders the template for.
 const PlaceholderPoolName = "placeholder"
 
-// ValidateSpec applies the pure structural rules WH-3 … WH-8 (no dry run, no name length, no cross-kind, no
-// immutability) with field paths rooted at fldPath (normally field.NewPath("spec")). WH-8 includes checking
-// that each patch applies to the template rendered for a placeholder pool.
+// ValidateSpec applies the webhook's pure structural rules (no dry run, no name length, no cross-kind, no
+// immutability) with field paths rooted at fldPath (normally field.NewPath("spec")). The tweak rules include
+// checking that each patch applies to the template rendered for a placeholder pool.
 func ValidateSpec(spec *openyurtv1alpha1.YurtAppDaemonSpec, fldPath *field.Path) field.ErrorList {
 	errs := ValidateRenderable(spec, fldPath)
 	if spec == nil {
 		return errs
 	}
-	// WH-7
+	// revisionHistoryLimit ≥ 0, and no pool key in the template's nodeSelector (the controller sets it).
 	if spec.RevisionHistoryLimit != nil && *spec.RevisionHistoryLimit < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("revisionHistoryLimit"), *spec.RevisionHistoryLimit,
 			"must be greater than or equal to 0"))
@@ -44,15 +44,15 @@ func ValidateSpec(spec *openyurtv1alpha1.YurtAppDaemonSpec, fldPath *field.Path)
 	return errs
 }
 
-// ValidateRenderable applies the rules the controller checks before it renders (§4.2 step 2): WH-3 … WH-6
-// and WH-8, that is ValidateSpec without WH-7 (a negative revisionHistoryLimit counts as 0 there, and a
+// ValidateRenderable applies the rules the controller checks before it renders: ValidateSpec without the
+// revisionHistoryLimit and nodeSelector rules (a negative revisionHistoryLimit counts as 0 there, and a
 // template nodeSelector with the pool key is simply overridden).
 func ValidateRenderable(spec *openyurtv1alpha1.YurtAppDaemonSpec, fldPath *field.Path) field.ErrorList {
 	if spec == nil {
 		return field.ErrorList{field.Required(fldPath, "")}
 	}
 	var errs field.ErrorList
-	// WH-3
+	// Exactly one template member.
 	tmplPath := fldPath.Child("workloadTemplate")
 	switch {
 	case spec.WorkloadTemplate.DeploymentTemplate == nil && spec.WorkloadTemplate.StatefulSetTemplate == nil:
@@ -61,19 +61,19 @@ func ValidateRenderable(spec *openyurtv1alpha1.YurtAppDaemonSpec, fldPath *field
 		errs = append(errs, field.Invalid(tmplPath, "statefulSetTemplate, deploymentTemplate",
 			"only one of statefulSetTemplate and deploymentTemplate may be set"))
 	}
-	// WH-4
+	// A valid, non-empty selector without the pool-name key.
 	selector, selErrs := validateSelector(spec.Selector, fldPath.Child("selector"), true)
 	errs = append(errs, selErrs...)
 	if spec.Selector != nil && hasPoolKey(spec.Selector) {
 		errs = append(errs, field.Forbidden(fldPath.Child("selector"),
 			fmt.Sprintf("the key %s is set by the controller to each child's pool", openyurtv1alpha1.LabelPoolName)))
 	}
-	// WH-5
+	// The selector matches the pod labels.
 	errs = append(errs, validatePodLabels(spec, selector, fldPath)...)
-	// WH-6
+	// A valid nodepoolSelector.
 	_, npErrs := validateSelector(spec.NodePoolSelector, fldPath.Child("nodepoolSelector"), false)
 	errs = append(errs, npErrs...)
-	// WH-8
+	// Well-formed tweaks.
 	for i := range spec.WorkloadTweaks {
 		errs = append(errs, validateTweak(spec, i, fldPath.Child("workloadTweaks").Index(i))...)
 	}
@@ -124,7 +124,7 @@ func podTemplate(spec *openyurtv1alpha1.YurtAppDaemonSpec, fldPath *field.Path) 
 	}
 }
 
-// validatePodLabels is WH-5: the selector matches the pod labels, which do not use the pool-name key.
+// validatePodLabels checks that the selector matches the pod labels, which do not use the pool-name key.
 func validatePodLabels(spec *openyurtv1alpha1.YurtAppDaemonSpec, selector labels.Selector, fldPath *field.Path) field.ErrorList {
 	pod, path := podTemplate(spec, fldPath)
 	if pod == nil {
@@ -142,7 +142,8 @@ func validatePodLabels(spec *openyurtv1alpha1.YurtAppDaemonSpec, selector labels
 	return errs
 }
 
-// validateTweak is WH-8 for tweak i.
+// validateTweak checks tweak i: pools or a valid nodepoolSelector, label-value pool names, replicas ≥ 0,
+// known image names, and patches that apply.
 func validateTweak(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.Path) field.ErrorList {
 	t := &spec.WorkloadTweaks[i]
 	var errs field.ErrorList
@@ -255,10 +256,10 @@ func protectedPrefix(p string) string {
 var placeholderTaint = corev1.Taint{Key: "drover.dev/placeholder", Effect: corev1.TaintEffectNoSchedule}
 
 // patchesApply renders the template for the placeholder pool and reports a patch of tweak i that does not
-// apply to it (WH-8). Rendering applies every tweak matching a pool, in order, so a tweak that fails on its
+// apply to it. Rendering applies every tweak matching a pool, in order, so a tweak that fails on its
 // own is tried again after the earlier tweaks that apply: a patch that relies on an earlier tweak's add
 // (".../env" then ".../env/-") is accepted. A pool that gets one tweak without the other then reports
-// RenderFailed for itself alone (YC-28).
+// RenderFailed for itself alone.
 func patchesApply(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.Path) field.ErrorList {
 	pool := Pool{Name: PlaceholderPoolName, Taints: []corev1.Taint{placeholderTaint}}
 	in := Input{Owner: OwnerRef{Name: PlaceholderPoolName}, Spec: spec, Pool: pool}

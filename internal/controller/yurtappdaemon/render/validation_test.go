@@ -46,67 +46,67 @@ func TestValidateSpecRules(t *testing.T) {
 		want []fieldErr
 	}{
 		"valid Deployment spec": {edit: func(*openyurtv1alpha1.YurtAppDaemonSpec) {}},
-		"WH-3 no template": {
+		"no template": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.WorkloadTemplate.DeploymentTemplate = nil },
 			want: []fieldErr{{field.ErrorTypeRequired, "spec.workloadTemplate"}},
 		},
-		"WH-3 both templates": {
+		"both templates": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.WorkloadTemplate.StatefulSetTemplate = stsSpec().WorkloadTemplate.StatefulSetTemplate
 			},
 			want: []fieldErr{{field.ErrorTypeInvalid, "spec.workloadTemplate"}},
 		},
-		"WH-4 no selector": {
+		"no selector": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.Selector = nil },
 			want: []fieldErr{{field.ErrorTypeRequired, "spec.selector"}},
 		},
-		"WH-4 empty selector": {
+		"empty selector": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.Selector = &metav1.LabelSelector{} },
 			want: []fieldErr{{field.ErrorTypeInvalid, "spec.selector"}},
 		},
-		"WH-4 invalid selector": {
+		"invalid selector": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}
 			},
 			want: []fieldErr{{field.ErrorTypeInvalid, "spec.selector.matchExpressions[0].operator"}},
 		},
-		"WH-4 pool-name key in the selector": {
+		"pool-name key in the selector": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: openyurtv1alpha1.LabelPoolName, Operator: metav1.LabelSelectorOpExists}}
 			},
-			// The pod labels lack the key, so WH-5 fails too.
+			// The pod labels lack the key, so the pod-label rule fails too.
 			want: []fieldErr{{field.ErrorTypeForbidden, "spec.selector"}, {field.ErrorTypeInvalid, dPod + ".metadata.labels"}},
 		},
-		"WH-4 selector with only matchExpressions": {
+		"selector with only matchExpressions": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpExists}}}
 			},
 		},
-		"WH-5 selector does not match the pod labels": {
+		"selector does not match the pod labels": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.Selector.MatchLabels["app"] = "other" },
 			want: []fieldErr{{field.ErrorTypeInvalid, dPod + ".metadata.labels"}},
 		},
-		"WH-5 pool-name key in the pod labels": {
+		"pool-name key in the pod labels": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.WorkloadTemplate.DeploymentTemplate.Spec.Template.Labels[openyurtv1alpha1.LabelPoolName] = "x"
 			},
 			want: []fieldErr{{field.ErrorTypeForbidden, dPod + ".metadata.labels"}},
 		},
-		"WH-6 no nodepoolSelector": {
+		"no nodepoolSelector": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.NodePoolSelector = nil },
 			want: []fieldErr{{field.ErrorTypeRequired, "spec.nodepoolSelector"}},
 		},
-		"WH-6 invalid nodepoolSelector": {
+		"invalid nodepoolSelector": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.NodePoolSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}
 			},
 			want: []fieldErr{{field.ErrorTypeInvalid, "spec.nodepoolSelector.matchLabels"}},
 		},
-		"WH-7 negative revisionHistoryLimit": {
+		"negative revisionHistoryLimit": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) { s.RevisionHistoryLimit = ptr.To[int32](-1) },
 			want: []fieldErr{{field.ErrorTypeInvalid, "spec.revisionHistoryLimit"}},
 		},
-		"WH-7 nodepool key in the pod nodeSelector": {
+		"nodepool key in the pod nodeSelector": {
 			edit: func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
 				s.WorkloadTemplate.DeploymentTemplate.Spec.Template.Spec.NodeSelector = map[string]string{openyurtv1beta1.LabelCurrentNodePool: "x"}
 			},
@@ -211,7 +211,7 @@ func TestValidateSpecTweaks(t *testing.T) {
 }
 
 // TestValidatePatchesInOrder: a tweak whose patch relies on an earlier tweak's add is accepted, as rendering
-// applies matching tweaks in order (WH-8); one that applies in no order is still refused.
+// applies matching tweaks in order; one that applies in no order is still refused.
 func TestValidatePatchesInOrder(t *testing.T) {
 	addArgs := tweak(patch(openyurtv1alpha1.PatchAdd, "/spec/template/spec/containers/0/args", raw(t, []string{"--a"})))
 	appendArg := tweak(patch(openyurtv1alpha1.PatchAdd, "/spec/template/spec/containers/0/args/-", raw(t, "--b")))
@@ -248,7 +248,7 @@ func TestValidateSpecAccumulates(t *testing.T) {
 	if diff := cmp.Diff(want, summarize(ValidateSpec(spec, field.NewPath("spec")))); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
-	// The controller's subset leaves out WH-7.
+	// The controller's subset leaves out the revisionHistoryLimit and nodeSelector rules.
 	if diff := cmp.Diff(want[:5], summarize(ValidateRenderable(spec, field.NewPath("spec")))); diff != "" {
 		t.Errorf("ValidateRenderable errors (-want +got):\n%s", diff)
 	}
