@@ -87,6 +87,9 @@ type FakeClientOptions struct {
 	StatusSubresource []client.Object
 	// Hooks replace single calls (to inject errors or block); writes are counted before a hook runs.
 	Hooks interceptor.Funcs
+	// ReturnManagedFields keeps managedFields on the objects read (the fake client strips them otherwise),
+	// for tests of server-side apply field ownership.
+	ReturnManagedFields bool
 }
 
 var uidSeq atomic.Int64
@@ -95,6 +98,9 @@ var uidSeq atomic.Int64
 func NewFakeClient(opts FakeClientOptions) *FakeClient {
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(opts.Objects...).
 		WithStatusSubresource(opts.StatusSubresource...)
+	if opts.ReturnManagedFields {
+		b = b.WithReturnManagedFields()
+	}
 	inner := index.WithIndexes(b, opts.Indexes).Build()
 	w := &Writes{counts: map[string]int{}}
 	return &FakeClient{Client: interceptor.NewClient(inner, countingFuncs(w, opts.Hooks)), Inner: inner, Writes: w}

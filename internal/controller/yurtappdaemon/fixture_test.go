@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/index"
 	"github.com/drover-dev/drover/internal/kit"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +25,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -104,14 +102,14 @@ func newFixture(t testing.TB, k kindCase, objs []client.Object, hooks intercepto
 	return fixtureOn(t, k, fc.Client, fc.Writes)
 }
 
-// newManagedFieldsFixture is newFixture on a client that returns managedFields, which the shared fake
-// client strips. It counts no writes (writes is nil): its tests count what they need in their hooks.
+// newManagedFieldsFixture is newFixture on a client that returns managedFields (which the fake client
+// strips by default), for the tests of field ownership after a create.
 func newManagedFieldsFixture(t testing.TB, k kindCase, objs []client.Object, hooks interceptor.Funcs) *fixture {
 	t.Helper()
-	b := fake.NewClientBuilder().WithReturnManagedFields().WithScheme(scheme.New()).WithObjects(objs...).
-		WithStatusSubresource(statusTypes()...)
-	c := index.WithIndexes(b, Indexes()).WithInterceptorFuncs(hooks).Build()
-	return fixtureOn(t, k, c, nil)
+	fc := testutil.NewFakeClient(testutil.FakeClientOptions{
+		Objects: objs, Indexes: Indexes(), StatusSubresource: statusTypes(), Hooks: hooks, ReturnManagedFields: true,
+	})
+	return fixtureOn(t, k, fc.Client, fc.Writes)
 }
 
 func fixtureOn(t testing.TB, k kindCase, c client.WithWatch, w *testutil.Writes) *fixture {
