@@ -31,7 +31,7 @@ var (
 		string(tkestackv1.DeletePersistentVolumeClaimRetentionPolicyType)}
 )
 
-// ValidateTApp returns every violation of §16 by newApp; oldApp is nil on CREATE. On UPDATE a violation the
+// ValidateTApp returns every field error of newApp; oldApp is nil on CREATE. On UPDATE a violation the
 // old object already had, identically (same field, value and detail), does not block the update (ratcheting);
 // selector immutability is never ratcheted.
 func ValidateTApp(newApp, oldApp *tkestackv1.TApp) field.ErrorList {
@@ -57,7 +57,8 @@ func ratchetTApp(newErrs, oldErrs field.ErrorList) field.ErrorList {
 	return slices.DeleteFunc(newErrs, func(e *field.Error) bool { return old.Has(e.Error()) })
 }
 
-// validateTAppSpec applies the rules of the validation column of §2.2 to app.
+// validateTAppSpec checks every field of app's spec; the rules shared with the controller are the api
+// package's (selector, budgets, instance ids).
 func validateTAppSpec(app *tkestackv1.TApp) field.ErrorList {
 	spec := &app.Spec
 	path := field.NewPath("spec")
@@ -106,7 +107,7 @@ func validateTemplatePoolKeys(pool map[string]corev1.PodTemplateSpec, path *fiel
 
 // validateTemplateReferences checks every template name reference (templates values, defaultTemplateName,
 // updateStrategy.template), the keys of templates, and that spec.template has a container when the name
-// "default" is referenced (§5.1).
+// "default" is referenced.
 func validateTemplateReferences(spec *tkestackv1.TAppSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	var usesDefault []string
@@ -214,7 +215,7 @@ func validateServiceName(app *tkestackv1.TApp, path *field.Path) field.ErrorList
 	return errs
 }
 
-// TAppWarnings returns the admission warnings of §16: a pool template named "default" (never used), and
+// TAppWarnings returns the admission warnings: a pool template named "default" (never used), and
 // templates that set the labels drover sets on every pod itself.
 func TAppWarnings(app *tkestackv1.TApp) admission.Warnings {
 	var warnings admission.Warnings
