@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -258,3 +259,66 @@ func TestValidateSelectorRequiresEveryTemplateToMatch(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// FuzzParseInstanceID: an accepted id is in range and is its own canonical form; a rejected string is not the
+// canonical form of any id in range.
+func FuzzParseInstanceID(f *testing.F) {
+	for _, s := range []string{"0", "17", "017", "-1", "2147483646", "2147483647", "9999999999", "１"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, ok := ParseInstanceID(s)
+		if ok {
+			if id < 0 || id > MaxInstanceID || FormatInstanceID(id) != s {
+				t.Fatalf("ParseInstanceID(%q) = %d, true: not canonical or out of range", s, id)
+			}
+			return
+		}
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 && n <= MaxInstanceID && FormatInstanceID(n) == s {
+			t.Fatalf("ParseInstanceID(%q) rejected the canonical form of %d", s, n)
+		}
+	})
+}
+
+// FuzzBudget: ValidateBudget and ResolveBudget never panic and agree on validity, and a valid budget resolves
+// to at least 1 instance out of at least 1.
+func FuzzBudget(f *testing.F) {
+	f.Add(true, int32(1), "", 10)
+	f.Add(false, int32(0), "10%", 5)
+	f.Add(false, int32(0), "101%", 5)
+	f.Fuzz(func(t *testing.T, isInt bool, i int32, s string, d int) {
+		v := intstr.FromString(s)
+		if isInt {
+			v = intstr.FromInt32(i)
+		}
+		d = max(d%100000, 1)
+		valid := len(ValidateBudget(&v, field.NewPath("b"))) == 0
+		n, ok := ResolveBudget(v, d)
+		if ok != valid {
+			t.Fatalf("%s: ValidateBudget valid=%t but ResolveBudget ok=%t", v.String(), valid, ok)
+		}
+		if ok && n < 1 {
+			t.Fatalf("%s of %d resolved to %d", v.String(), d, n)
+		}
+	})
+}
+
+// FuzzSelector: the selector rules never panic on odd label content, and a selector usable at runtime is
+// parsed and matches a template.
+func FuzzSelector(f *testing.F) {
+	f.Add("app", "web", "app", "In", "web", true)
+	f.Add("", "", "a b", "Near", "", false)
+	f.Fuzz(func(t *testing.T, key, value, exprKey, op, exprValue string, setSelector bool) {
+		spec := TAppSpec{Template: podTemplate(map[string]string{key: value})}
+		if setSelector {
+			spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{key: value},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: exprKey,
+					Operator: metav1.LabelSelectorOperator(op), Values: []string{exprValue}}}}
+		}
+		sel, errs := spec.EffectiveSelector(field.NewPath("spec", "selector"))
+		if len(errs) == 0 && (sel.Selector == nil || !spec.matchesUsableTemplate(sel.Selector)) {
+			t.Fatalf("usable selector %+v without a parsed selector matching a template", sel)
+		}
+		_ = spec.ValidateSelector(field.NewPath("spec"))
+	})
+}
