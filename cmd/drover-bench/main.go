@@ -46,7 +46,7 @@ func run() error {
 		return append(bench.Anchors(), bench.YurtAppDaemon(
 			bench.WithPools(*pools), bench.WithOwners(*owners), bench.WithManagerMetrics(managerMetrics))...)
 	}
-	// The TApp scenario (issue 4 item 7, spec tapp.md §17) runs last; its instance count is --n.
+	// The TApp scenario (docs/tapp.md, Performance) runs last; its instance count is --n.
 	withoutTApp := all
 	all = func(managerMetrics string) []bench.Scenario {
 		return append(withoutTApp(managerMetrics), bench.TApp(bench.WithTAppManagerMetrics(managerMetrics))...)

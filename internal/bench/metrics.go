@@ -283,5 +283,6 @@ func sumSamples(samples []metricSample, name string, match map[string]string) fl
 	return sum
 }
 
-// droverFieldManager is the field manager of the children's applies (YC-22).
+// droverFieldManager is the field manager of the server-side applies with which the YurtAppDaemon controller
+// writes its children.
 const droverFieldManager = "drover-yurtappdaemon"

@@ -46,7 +46,7 @@ type overBudget struct {
 
 func startPodTracker(ctx context.Context, cs kubernetes.Interface, ns string, want int) (*podTracker, func(), error) {
 	t := &podTracker{
-		want: want, budget: percentOf(want, tappBudgetPercent), changed: make(chan struct{}, 1),
+		want: want, budget: budgetOf(want), changed: make(chan struct{}, 1),
 		pods: map[string]*corev1.Pod{}, avail: map[string]bool{},
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
@@ -92,7 +92,7 @@ const (
 )
 
 // unavailableReason says why a pod is not available, or "" when it is: it must not be terminating, be
-// Running and Ready, have no False tkestack.io/InPlaceUpdate condition, and report the spec's image for every
+// Running and Ready, have no False tkestack.io/InPlaceUpdate condition, and report the pod spec's image for every
 // container.
 func unavailableReason(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {

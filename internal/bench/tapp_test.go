@@ -10,12 +10,12 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-func TestPercentOf(t *testing.T) {
-	for _, tc := range []struct{ n, pct, want int }{
-		{1000, 10, 100}, {100, 10, 10}, {15, 10, 2}, {1, 10, 1}, {0, 10, 0}, {999, 10, 100}, {50, 100, 50},
+func TestBudgetOfRoundsTheTAppsTenPercentUp(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{
+		{1000, 100}, {100, 10}, {15, 2}, {1, 1}, {0, 0}, {999, 100},
 	} {
-		if got := percentOf(tc.n, tc.pct); got != tc.want {
-			t.Errorf("percentOf(%d, %d) = %d, want %d", tc.n, tc.pct, got, tc.want)
+		if got := budgetOf(tc.n); got != tc.want {
+			t.Errorf("budgetOf(%d) = %d, want %d", tc.n, got, tc.want)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // +kubebuilder:webhook:path=/mutate-apps-tkestack-io-v1-tapp,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps.tkestack.io,resources=tapps,verbs=create;update,versions=v1,name=mtapp.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:path=/validate-apps-tkestack-io-v1-tapp,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.tkestack.io,resources=tapps,verbs=create;update,versions=v1,name=vtapp.drover.dev,admissionReviewVersions=v1,timeoutSeconds=10
 
-// SetupTAppWebhook registers the TApp defaulting and validating webhooks (tapp spec §16).
+// SetupTAppWebhook registers the TApp defaulting and validating webhooks (docs/tapp.md, Admission).
 func SetupTAppWebhook(mgr manager.Manager) error {
 	// The mutating webhook is registered first, with a handler that patches only the defaulted fields; the
 	// builder then registers the validating one.
@@ -41,7 +41,7 @@ const tappMutatePath = "/mutate-apps-tkestack-io-v1-tapp"
 
 var tappGK = tkestackv1.GroupVersion.WithKind("TApp").GroupKind()
 
-// TAppDefaulter defaults TApps on CREATE and UPDATE (§16).
+// TAppDefaulter defaults TApps on CREATE and UPDATE.
 type TAppDefaulter struct{}
 
 var _ admission.Defaulter[*tkestackv1.TApp] = TAppDefaulter{}
@@ -66,13 +66,13 @@ func oldTApp(ctx context.Context) *tkestackv1.TApp {
 	return old
 }
 
-// DefaultTApp applies the defaults of §2.2 to app; old is the stored object on UPDATE, nil on CREATE:
+// DefaultTApp applies the mutating webhook's defaults to app; old is the stored object on UPDATE, nil on CREATE:
 //   - the capitalised compat field DefaultTemplateName is moved over defaultTemplateName;
 //   - defaultTemplateName defaults to "default";
 //   - updateStrategy.maxUnavailable to 1 and updateStrategy.forceUpdate.maxUnavailable to "100%";
 //   - a missing selector is the old object's, else matchLabels = the template's labels without drover's own
 //     pod labels (none when no label is left: validation then rejects the object);
-//   - a TApp without labels gets the same labels [compat];
+//   - a TApp without labels gets the same labels, as with TKEStack;
 //   - a present PVC retention policy gets its missing members (whenDeleted: Delete, whenScaled: Retain).
 //
 // Templates and updateStrategy.template are never touched.
@@ -110,17 +110,17 @@ func DefaultTApp(app, old *tkestackv1.TApp) {
 	}
 }
 
-// TAppValidator validates TApps on CREATE and UPDATE (§16). DELETE is always allowed (and not registered).
+// TAppValidator validates TApps on CREATE and UPDATE. DELETE is always allowed (and not registered).
 type TAppValidator struct{}
 
 var _ admission.Validator[*tkestackv1.TApp] = TAppValidator{}
 
-// ValidateCreate applies every rule of §16.
+// ValidateCreate applies every validation rule (ValidateTApp).
 func (TAppValidator) ValidateCreate(_ context.Context, app *tkestackv1.TApp) (admission.Warnings, error) {
 	return TAppWarnings(app), invalidTApp(app, ValidateTApp(app, nil))
 }
 
-// ValidateUpdate applies every rule of §16, ratcheted, and selector immutability.
+// ValidateUpdate applies every validation rule, ratcheted, and selector immutability (ValidateTApp).
 func (TAppValidator) ValidateUpdate(_ context.Context, oldApp, newApp *tkestackv1.TApp) (admission.Warnings, error) {
 	return TAppWarnings(newApp), invalidTApp(newApp, ValidateTApp(newApp, oldApp))
 }

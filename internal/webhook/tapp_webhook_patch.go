@@ -20,7 +20,7 @@ import (
 // admission.WithDefaulter, but whose patch holds only what the defaulter changed. controller-runtime diffs
 // the request against the re-encoded typed object, so its patch also adds every empty field the typed encoding
 // emits (`resources: {}` in each container of each template, an empty status, ...). For TApp that would alter
-// the stored pod templates, which the webhook must never touch (§16). Here the typed object is encoded before
+// the stored pod templates, which the webhook must never touch (their hashes would change). Here the typed object is encoded before
 // and after defaulting, and only the difference is applied to the request's own JSON.
 type defaultingHandler[T runtime.Object] struct {
 	defaulter admission.Defaulter[T]

@@ -3,17 +3,11 @@ package webhook
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -35,12 +29,9 @@ var (
 	// retentionPolicyTypes are the values of the PVC retention policy members.
 	retentionPolicyTypes = []string{string(tkestackv1.RetainPersistentVolumeClaimRetentionPolicyType),
 		string(tkestackv1.DeletePersistentVolumeClaimRetentionPolicyType)}
-	percentRE = regexp.MustCompile(`^([0-9]+)%$`)
 )
 
-const instanceIDDetail = "must be a canonical instance id: a decimal integer from 0 to 2147483646 without sign, spaces or leading zeros"
-
-// ValidateTApp returns every violation of §16 by newApp; oldApp is nil on CREATE. On UPDATE a violation the
+// ValidateTApp returns every field error of newApp; oldApp is nil on CREATE. On UPDATE a violation the
 // old object already had, identically (same field, value and detail), does not block the update (ratcheting);
 // selector immutability is never ratcheted.
 func ValidateTApp(newApp, oldApp *tkestackv1.TApp) field.ErrorList {
@@ -66,7 +57,8 @@ func ratchetTApp(newErrs, oldErrs field.ErrorList) field.ErrorList {
 	return slices.DeleteFunc(newErrs, func(e *field.Error) bool { return old.Has(e.Error()) })
 }
 
-// validateTAppSpec applies the rules of the validation column of §2.2 to app.
+// validateTAppSpec checks every field of app's spec; the rules shared with the controller are the api
+// package's (selector, budgets, instance ids).
 func validateTAppSpec(app *tkestackv1.TApp) field.ErrorList {
 	spec := &app.Spec
 	path := field.NewPath("spec")
@@ -74,13 +66,13 @@ func validateTAppSpec(app *tkestackv1.TApp) field.ErrorList {
 	if spec.Replicas < 0 {
 		errs = append(errs, field.Invalid(path.Child("replicas"), spec.Replicas, "must be greater than or equal to 0"))
 	}
-	errs = append(errs, validateTAppSelector(spec, path)...)
+	errs = append(errs, spec.ValidateSelector(path)...)
 	errs = append(errs, validateTemplatePoolKeys(spec.TemplatePool, path.Child("templatePool"))...)
 	errs = append(errs, validateTemplateReferences(spec, path)...)
 	errs = append(errs, validateDesiredStatuses(spec.Statuses, path.Child("statuses"))...)
-	errs = append(errs, validateMaxUnavailable(spec.UpdateStrategy.MaxUnavailable,
+	errs = append(errs, tkestackv1.ValidateBudget(spec.UpdateStrategy.MaxUnavailable,
 		path.Child("updateStrategy", "maxUnavailable"))...)
-	errs = append(errs, validateMaxUnavailable(spec.UpdateStrategy.ForceUpdate.MaxUnavailable,
+	errs = append(errs, tkestackv1.ValidateBudget(spec.UpdateStrategy.ForceUpdate.MaxUnavailable,
 		path.Child("updateStrategy", "forceUpdate", "maxUnavailable"))...)
 	errs = append(errs, validateVolumeClaimTemplates(app, path.Child("volumeClaimTemplates"))...)
 	errs = append(errs, validateServiceName(app, path.Child("serviceName"))...)
@@ -94,46 +86,6 @@ func validateTAppSpec(app *tkestackv1.TApp) field.ErrorList {
 		}
 		if v := p.WhenScaled; v != "" && !slices.Contains(retentionPolicyTypes, string(v)) {
 			errs = append(errs, field.NotSupported(pp.Child("whenScaled"), v, retentionPolicyTypes))
-		}
-	}
-	return errs
-}
-
-// validateTAppSelector checks that the selector is set, non-empty and valid, and that it matches the labels
-// of spec.template and of every templatePool entry. An entirely empty spec.template (all instances use pool
-// templates) is not checked: it is never used to create a pod.
-func validateTAppSelector(spec *tkestackv1.TAppSpec, path *field.Path) field.ErrorList {
-	p := path.Child("selector")
-	if spec.Selector == nil {
-		return field.ErrorList{field.Required(p, "a selector is required; it is defaulted from the labels of spec.template")}
-	}
-	if len(spec.Selector.MatchLabels) == 0 && len(spec.Selector.MatchExpressions) == 0 {
-		return field.ErrorList{field.Invalid(p, "", "must not be empty")}
-	}
-	errs := metav1validation.ValidateLabelSelector(spec.Selector, metav1validation.LabelSelectorValidationOptions{}, p)
-	if len(errs) > 0 {
-		return errs
-	}
-	selector, err := metav1.LabelSelectorAsSelector(spec.Selector)
-	if err != nil {
-		return field.ErrorList{field.Invalid(p, spec.Selector.String(), err.Error())}
-	}
-	mismatch := func(t *corev1.PodTemplateSpec, p *field.Path) *field.Error {
-		if selector.Matches(labels.Set(t.Labels)) {
-			return nil
-		}
-		return field.Invalid(p.Child("metadata", "labels"), labels.Set(t.Labels).String(),
-			fmt.Sprintf("`selector` (%s) does not match template `labels`", selector))
-	}
-	if !equality.Semantic.DeepEqual(spec.Template, corev1.PodTemplateSpec{}) {
-		if e := mismatch(&spec.Template, path.Child("template")); e != nil {
-			errs = append(errs, e)
-		}
-	}
-	for _, name := range sortedKeys(spec.TemplatePool) {
-		t := spec.TemplatePool[name]
-		if e := mismatch(&t, path.Child("templatePool").Key(name)); e != nil {
-			errs = append(errs, e)
 		}
 	}
 	return errs
@@ -155,7 +107,7 @@ func validateTemplatePoolKeys(pool map[string]corev1.PodTemplateSpec, path *fiel
 
 // validateTemplateReferences checks every template name reference (templates values, defaultTemplateName,
 // updateStrategy.template), the keys of templates, and that spec.template has a container when the name
-// "default" is referenced (§5.1).
+// "default" is referenced.
 func validateTemplateReferences(spec *tkestackv1.TAppSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	var usesDefault []string
@@ -174,9 +126,7 @@ func validateTemplateReferences(spec *tkestackv1.TAppSpec, path *field.Path) fie
 	tp := path.Child("templates")
 	for _, id := range sortedKeys(spec.Templates) {
 		p := tp.Key(id)
-		if _, ok := tkestackv1.ParseInstanceID(id); !ok {
-			errs = append(errs, field.Invalid(p, id, instanceIDDetail))
-		}
+		errs = append(errs, tkestackv1.ValidateInstanceID(id, p)...)
 		if name := spec.Templates[id]; name == "" {
 			errs = append(errs, field.Required(p, "a template name is required"))
 		} else {
@@ -203,38 +153,12 @@ func validateDesiredStatuses(statuses map[string]tkestackv1.InstanceStatus, path
 	var errs field.ErrorList
 	for _, id := range sortedKeys(statuses) {
 		p := path.Key(id)
-		if _, ok := tkestackv1.ParseInstanceID(id); !ok {
-			errs = append(errs, field.Invalid(p, id, instanceIDDetail))
-		}
+		errs = append(errs, tkestackv1.ValidateInstanceID(id, p)...)
 		if v := statuses[id]; !slices.Contains(desiredInstanceStatuses, string(v)) {
 			errs = append(errs, field.NotSupported(p, v, desiredInstanceStatuses))
 		}
 	}
 	return errs
-}
-
-// validateMaxUnavailable checks a budget: an integer ≥ 1 or a percentage 1%..100%. Nil is the default.
-func validateMaxUnavailable(v *intstr.IntOrString, path *field.Path) field.ErrorList {
-	if v == nil {
-		return nil
-	}
-	switch v.Type {
-	case intstr.Int:
-		if v.IntVal < 1 {
-			return field.ErrorList{field.Invalid(path, v.IntVal, "must be at least 1")}
-		}
-	case intstr.String:
-		m := percentRE.FindStringSubmatch(v.StrVal)
-		if m == nil {
-			return field.ErrorList{field.Invalid(path, v.StrVal, "must be an integer or a percentage such as \"50%\"")}
-		}
-		if n, err := strconv.Atoi(m[1]); err != nil || n < 1 || n > 100 {
-			return field.ErrorList{field.Invalid(path, v.StrVal, "a percentage must be between 1% and 100%")}
-		}
-	default:
-		return field.ErrorList{field.Invalid(path, v.String(), "must be an integer or a percentage such as \"50%\"")}
-	}
-	return nil
 }
 
 // validateVolumeClaimTemplates checks the claim names: unique DNS-1123 labels whose PVC names
@@ -291,7 +215,7 @@ func validateServiceName(app *tkestackv1.TApp, path *field.Path) field.ErrorList
 	return errs
 }
 
-// TAppWarnings returns the admission warnings of §16: a pool template named "default" (never used), and
+// TAppWarnings returns the admission warnings: a pool template named "default" (never used), and
 // templates that set the labels drover sets on every pod itself.
 func TAppWarnings(app *tkestackv1.TApp) admission.Warnings {
 	var warnings admission.Warnings

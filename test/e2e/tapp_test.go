@@ -24,7 +24,7 @@ import (
 )
 
 // The TApp specs run the tutorial's operations, in its order, on the local cluster with the real manager, and
-// then the rest of the spec's e2e plan (§20): in-place update vs recreate, rolling and force budgets, serviceName,
+// then the behaviours the tutorial does not show: in-place update vs recreate, rolling and force budgets, serviceName,
 // autoDeleteUnusedTemplate, HPA, PVCs, a lost node and batch completion. Each spec has its own namespace.
 var _ = Describe("TApp", func() {
 	It("walks through the tutorial: create, different templates, update a specified pod, rolling update, kill and restart, scale, delete", func() {
@@ -444,7 +444,7 @@ var _ = Describe("TApp", func() {
 		}).WithTimeout(5 * time.Second).WithPolling(tappPoll).Should(Succeed())
 	})
 
-	// §12: kwok stops playing the node's kubelet (its pods are disregarded, its Lease is taken over),
+	// A lost node: kwok stops playing the node's kubelet (its pods are disregarded, its Lease is taken over),
 	// kube-controller-manager marks the node not Ready, and the user deletes the pods on it. Without forceDeletePod the pod stays Terminating (fencing);
 	// with it drover deletes it with grace period 0 and the instance starts again on a healthy node.
 	It("replaces the pods of a lost node only with forceDeletePod", func() {

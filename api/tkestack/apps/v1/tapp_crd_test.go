@@ -129,7 +129,8 @@ func TestCRDResource(t *testing.T) {
 	}
 }
 
-// TestCRDNoDefaultsInTemplates guards §2.1: the API server must never alter a stored template.
+// TestCRDNoDefaultsInTemplates guards that the API server never alters a stored template: the
+// CRD schema must not default any field inside the templates (the template hash would change).
 func TestCRDNoDefaultsInTemplates(t *testing.T) {
 	props := specProps(t, loadCRD(t))
 	for _, field := range []string{"template", "templatePool", "volumeClaimTemplates"} {

@@ -16,7 +16,7 @@ var (
 )
 
 // EffectiveDefaultTemplateName returns the template name of ids absent from spec.templates: the capitalised
-// compat field when set, else defaultTemplateName, else "default" (§2.2, §5.1).
+// compat field when set, else defaultTemplateName, else "default".
 func (s *TAppSpec) EffectiveDefaultTemplateName() string {
 	switch {
 	case s.DefaultTemplateNameCompat != "":
@@ -28,8 +28,8 @@ func (s *TAppSpec) EffectiveDefaultTemplateName() string {
 	}
 }
 
-// RollingTemplateName returns updateStrategy.template when set, else the effective default template name
-// (§5.1). Instances whose template name equals it are updated under maxUnavailable, the others are forced.
+// RollingTemplateName returns updateStrategy.template when set, else the effective default template name.
+// Instances whose template name equals it are updated under maxUnavailable, the others are forced.
 func (s *TAppSpec) RollingTemplateName() string {
 	if s.UpdateStrategy.Template != "" {
 		return s.UpdateStrategy.Template
@@ -38,7 +38,7 @@ func (s *TAppSpec) RollingTemplateName() string {
 }
 
 // TemplateNameOf returns the template name of the instance with the canonical id: templates[id] when the key
-// exists, else the effective default template name (§5.1).
+// exists, else the effective default template name.
 func (s *TAppSpec) TemplateNameOf(id string) string {
 	if name, ok := s.Templates[id]; ok {
 		return name
@@ -64,7 +64,8 @@ func (s *TAppSpec) TemplateByName(name string) (*corev1.PodTemplateSpec, bool) {
 }
 
 // EffectivePVCRetentionPolicy returns the PVC retention policy with absent members filled in from the
-// default {whenDeleted: Delete, whenScaled: Retain} (§2.2).
+// default {whenDeleted: Delete, whenScaled: Retain} (TKEStack's behaviour; StatefulSet defaults to
+// Retain/Retain).
 func (s *TAppSpec) EffectivePVCRetentionPolicy() PersistentVolumeClaimRetentionPolicy {
 	p := PersistentVolumeClaimRetentionPolicy{
 		WhenDeleted: DeletePersistentVolumeClaimRetentionPolicyType,
@@ -81,26 +82,6 @@ func (s *TAppSpec) EffectivePVCRetentionPolicy() PersistentVolumeClaimRetentionP
 	return p
 }
 
-// ParseInstanceID parses a canonical instance id: the decimal form of an integer 0..MaxInstanceID with no
-// sign, space or leading zero ("0", "17"; never "017", "+1", "-1", " 1").
-func ParseInstanceID(s string) (int, bool) {
-	if s == "" || len(s) > 10 || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	n := 0
-	for i := range len(s) {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	if n > MaxInstanceID {
-		return 0, false
-	}
-	return n, true
-}
-
 // IsTAppLabel reports whether key is one of the pod labels drover sets itself: tapp_instance_key,
 // tapp_template_hash_key and tapp_uniq_hash_key.
 func IsTAppLabel(key string) bool {
@@ -108,7 +89,7 @@ func IsTAppLabel(key string) bool {
 }
 
 // DefaultSelector returns the selector derived from the labels of spec.template minus the labels drover sets
-// itself, or nil when nothing is left (§2.2).
+// itself, or nil when nothing is left: the selector the mutating webhook sets when spec.selector is absent.
 func (s *TAppSpec) DefaultSelector() *metav1.LabelSelector {
 	l := TemplateLabelsWithoutTAppKeys(s.Template.Labels)
 	if len(l) == 0 {

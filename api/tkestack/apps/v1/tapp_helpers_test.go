@@ -8,20 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestParseInstanceID(t *testing.T) {
-	valid := map[string]int{"0": 0, "7": 7, "17": 17, "2147483646": 2147483646}
-	for s, want := range valid {
-		if got, ok := ParseInstanceID(s); !ok || got != want {
-			t.Errorf("ParseInstanceID(%q) = %d, %t; want %d, true", s, got, ok, want)
-		}
-	}
-	for _, s := range []string{"", "00", "017", "+1", "-1", " 1", "1 ", "1.0", "x", "2147483647", "99999999999", "１"} {
-		if got, ok := ParseInstanceID(s); ok {
-			t.Errorf("ParseInstanceID(%q) = %d, true; want false", s, got)
-		}
-	}
-}
-
 func TestTemplateResolution(t *testing.T) {
 	pool := map[string]corev1.PodTemplateSpec{
 		"a":       {ObjectMeta: metav1.ObjectMeta{Name: "a"}},

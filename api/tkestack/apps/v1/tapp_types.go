@@ -33,7 +33,7 @@ const (
 	MaxInstanceID = 2147483646
 )
 
-// Condition types of TApp (status.conditions) [ext].
+// Condition types of TApp's status.conditions (a drover addition).
 const (
 	// TAppAvailable is True when enough desired-running instances are available.
 	TAppAvailable = "Available"
@@ -117,9 +117,9 @@ const (
 	DeletePersistentVolumeClaimRetentionPolicyType PersistentVolumeClaimRetentionPolicyType = "Delete"
 )
 
-// PersistentVolumeClaimRetentionPolicy says what happens to the PVCs created from volumeClaimTemplates [ext].
-// A missing member takes its value from the default {whenDeleted: Delete, whenScaled: Retain}, TKEStack's
-// behaviour.
+// PersistentVolumeClaimRetentionPolicy says what happens to the PVCs created from volumeClaimTemplates, a
+// drover addition. A missing member takes its value from the default {whenDeleted: Delete, whenScaled:
+// Retain}, TKEStack's behaviour.
 type PersistentVolumeClaimRetentionPolicy struct {
 	// WhenDeleted applies when the TApp is deleted. Default Delete.
 	// +optional
@@ -145,7 +145,7 @@ type UpdateStrategy struct {
 	// +optional
 	ForceUpdate ForceUpdateStrategy `json:"forceUpdate,omitempty"`
 
-	// Paused stops updating and recreating outdated pods while true [ext].
+	// Paused stops updating and recreating outdated pods while true (a drover addition).
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 }
@@ -227,17 +227,17 @@ type TAppSpec struct {
 	// +optional
 	DefaultTemplateNameCompat string `json:"DefaultTemplateName,omitempty"`
 
-	// MinReadySeconds is how long a pod must be ready to count as available [ext].
+	// MinReadySeconds is how long a pod must be ready to count as available (a drover addition).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 
-	// PersistentVolumeClaimRetentionPolicy says what happens to the PVCs of volumeClaimTemplates [ext].
+	// PersistentVolumeClaimRetentionPolicy says what happens to the PVCs of volumeClaimTemplates (a drover addition).
 	// Absent means {whenDeleted: Delete, whenScaled: Retain}.
 	// +optional
 	PersistentVolumeClaimRetentionPolicy *PersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
 
-	// DeletePodAfterAppFinish deletes the pods of finished instances once the app has finished [ext].
+	// DeletePodAfterAppFinish deletes the pods of finished instances once the app has finished (a drover addition).
 	// Absent means the manager's --tapp-delete-pod-after-app-finish flag.
 	// +optional
 	DeletePodAfterAppFinish *bool `json:"deletePodAfterAppFinish,omitempty"`
@@ -257,11 +257,11 @@ type TAppStatus struct {
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas"`
 
-	// UpdatedReplicas is the number of desired-running instances whose pod is up to date [ext].
+	// UpdatedReplicas is the number of desired-running instances whose pod is up to date (a drover addition).
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 
-	// AvailableReplicas is the number of desired-running instances whose pod is available [ext].
+	// AvailableReplicas is the number of desired-running instances whose pod is available (a drover addition).
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
 
@@ -277,7 +277,7 @@ type TAppStatus struct {
 	// +optional
 	Statuses map[string]InstanceStatus `json:"statuses,omitempty"`
 
-	// Conditions are Available, Progressing and ReplicaFailure [ext].
+	// Conditions are Available, Progressing and ReplicaFailure (a drover addition).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
