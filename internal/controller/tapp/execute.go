@@ -14,23 +14,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // writeGates is step 1 of §6.3: the gate condition of current pods, where it differs from the desired one
 // (§6.4). A write that turns the gate True after an in-place update completes it.
 func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
 	gates := rn.plan.GateWrites()
-	results := boundedDo(len(gates), r.cfg.PodWriteConcurrency, func(i int) (*corev1.Pod, error) {
-		return r.writeGate(ctx, gates[i].Pod, gates[i].Gate.Status, rn.now)
+	results := kit.Run(ctx, r.writes(), gates, func(ctx context.Context, a InstanceAction) (*corev1.Pod, error) {
+		return r.writeGate(ctx, a.Pod, a.Gate.Status, rn.now)
 	})
 	for i, a := range gates {
 		res := results[i]
-		if res.err != nil {
-			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), a.Pod, res.err)
+		if res.Err != nil {
+			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), a.Pod, res.Err)
 			continue
 		}
-		rn.view[a.ID] = res.val
-		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: res.val.UID, rv: res.val.ResourceVersion, pod: res.val})
+		rn.view[a.ID] = res.Out
+		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: res.Out.UID, rv: res.Out.ResourceVersion, pod: res.Out})
 		if a.Gate.Completed {
 			r.completeInPlaceUpdate(rn, a.Pod)
 		}
@@ -45,24 +46,24 @@ func (r *Reconciler) completeInPlaceUpdate(rn *run, pod *corev1.Pod) {
 		inPlaceUpdateDuration.Observe(max(d, 0).Seconds())
 		msg += " after " + d.Round(time.Second).String()
 	}
-	rn.normal(tkestackv1.ReasonInPlaceUpdateCompleted, actionUpdate, pod, "%s", msg)
+	rn.events.Normal(tkestackv1.ReasonInPlaceUpdateCompleted, actionUpdate, pod, "%s", msg)
 }
 
 // deletePods is step 2 of §6.3: graceful deletes (completed, out-of-range, migrating and recreated pods)
 // and force deletes (§12), all with a UID precondition.
 func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
 	dels := rn.plan.Deletes()
-	results := boundedDo(len(dels), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
-		return struct{}{}, r.deletePod(ctx, dels[i].Pod, dels[i].Action == ActionForceDelete)
+	results := kit.Run(ctx, r.writes(), dels, func(ctx context.Context, a InstanceAction) (struct{}, error) {
+		return struct{}{}, r.deletePod(ctx, a.Pod, a.Action == ActionForceDelete)
 	})
 	for i, a := range dels {
 		force := a.Action == ActionForceDelete
-		if err := results[i].err; err != nil && !apierrors.IsNotFound(err) {
+		if err := results[i].Err; err != nil && !apierrors.IsNotFound(err) {
 			rn.fail(tkestackv1.ReasonFailedDelete, FormatID(a.ID), a.Pod, err)
 			continue
 		}
 		x := &expectation{kind: expectDelete, uid: a.Pod.UID, graceful: !force}
-		if force || results[i].err != nil {
+		if force || results[i].Err != nil {
 			delete(rn.view, a.ID)
 		} else {
 			x.pod = AfterGracefulDelete(rn.view[a.ID], rn.now)
@@ -70,12 +71,12 @@ func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
 		}
 		r.expect(rn, a.ID, x)
 		switch {
-		case results[i].err != nil: // already gone
+		case results[i].Err != nil: // already gone
 		case force:
-			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod,
+			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod,
 				"Deleted pod %s with grace period 0: its node %s is lost", a.Pod.Name, a.Pod.Spec.NodeName)
 		default:
-			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod, "Deleted pod %s (%s)", a.Pod.Name, deleteWhy(rn, a))
+			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod, "Deleted pod %s (%s)", a.Pod.Name, deleteWhy(rn, a))
 		}
 	}
 }
@@ -110,38 +111,42 @@ type createOutcome struct {
 }
 
 // createPods is step 3 of §6.3: creates in ascending id, in slow-start batches (§17); PVCs first (§10),
-// then the pod, then its gate True.
+// then the pod, then its gate True. A create that finds its name taken (AlreadyExists) does not stop them.
 func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 	creates := rn.plan.Creates()
-	results := slowStart(len(creates), r.cfg.PodWriteConcurrency, func(i int) (createOutcome, error) {
-		return r.createInstance(ctx, rn, creates[i])
+	exec := kit.Executor{Max: r.cfg.PodWriteConcurrency, SlowStart: true, Tolerate: kit.TolerateAlreadyExists}
+	results := kit.Run(ctx, exec, creates, func(ctx context.Context, a InstanceAction) (createOutcome, error) {
+		return r.createInstance(ctx, rn, a)
 	})
 	terminating := 0
 	for i, a := range creates {
 		res := results[i]
-		if !res.done {
+		if !res.Done {
 			continue
 		}
-		out := res.val
+		out := res.Out
 		for _, pvc := range out.claims {
-			rn.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, pvc, "Created PVC %s for instance %d", pvc.Name, a.ID)
+			rn.events.Normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, pvc, "Created PVC %s for instance %d", pvc.Name, a.ID)
 		}
 		switch {
-		case namespaceTerminating(res.err):
+		case kit.Harmless(res.Err):
+			// The namespace is being deleted: its content goes in no particular order, the pods often before
+			// the TApp, whose deletion follows; nothing can be created there any more, which is no failure
+			// (no issue, Warning, error or retry with backoff).
 			terminating++
-		case res.err != nil:
-			rn.fail(tkestackv1.ReasonFailedCreate, FormatID(a.ID), a.Desired, res.err)
+		case res.Err != nil:
+			rn.fail(tkestackv1.ReasonFailedCreate, FormatID(a.ID), a.Desired, res.Err)
 		case out.claimWait != "":
-			rn.claimWait = true
+			rn.out.RequeueAfter(claimWaitRequeueDelay)
 		case out.claimConflict != "":
 			// PVCs are not watched: the conflict ends without an event when the other owner's PVC goes.
-			rn.claimWait = true
+			rn.out.RequeueAfter(claimWaitRequeueDelay)
 			rn.planIssues = append(rn.planIssues, idIssue(tkestackv1.ReasonFailedCreate, a.ID,
 				"instance %d: PVC %s is controlled by another owner", a.ID, out.claimConflict))
 		case out.exists:
 			// The cache has not shown the pod of that name yet; when it is foreign, its events may not map to
 			// this TApp, so look again once the cache caught up (§14: PodNameConflict or adoption).
-			rn.conflict = true
+			rn.lostRace()
 		default:
 			r.recordCreate(rn, a, out)
 		}
@@ -149,14 +154,6 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 	if terminating > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Skipped creating pods: the namespace is being deleted", "instances", terminating)
 	}
-}
-
-// namespaceTerminating reports whether a create was refused because the namespace is being deleted. Its
-// content goes in no particular order, the pods often before the TApp: nothing can be created there any more
-// and the namespace's deletion removes the TApp as well, so such a refusal is no failure (no issue, Warning,
-// error or retry with backoff).
-func namespaceTerminating(err error) bool {
-	return err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 // recordCreate puts a created pod into the view, records its expectation and event, and reports a failed
@@ -170,7 +167,7 @@ func (r *Reconciler) recordCreate(rn *run, a InstanceAction, out createOutcome) 
 	}
 	rn.view[a.ID] = view
 	r.expect(rn, a.ID, &expectation{kind: expectCreate, uid: latest.UID, rv: latest.ResourceVersion, pod: view})
-	rn.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, out.created, "Created pod %s", out.created.Name)
+	rn.events.Normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, out.created, "Created pod %s", out.created.Name)
 	if out.gateErr != nil {
 		rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), out.created, out.gateErr)
 	}
@@ -230,29 +227,30 @@ type updateOutcome struct {
 func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
 	ups := rn.plan.Updates()
 	bases := make([]*corev1.Pod, len(ups))
+	idx := make([]int, len(ups))
 	for i, a := range ups {
-		bases[i] = rn.view[a.ID]
+		bases[i], idx[i] = rn.view[a.ID], i
 	}
-	results := boundedDo(len(ups), r.cfg.PodWriteConcurrency, func(i int) (updateOutcome, error) {
+	results := kit.Run(ctx, r.writes(), idx, func(ctx context.Context, i int) (updateOutcome, error) {
 		return r.updateInstance(ctx, rn, ups[i], bases[i])
 	})
 	for i, a := range ups {
 		res := results[i]
-		if res.err != nil {
-			if g := res.val.gated; g != nil {
+		if res.Err != nil {
+			if g := res.Out.gated; g != nil {
 				rn.view[a.ID] = g
 				r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: g.UID, rv: g.ResourceVersion, pod: g})
 			}
-			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), bases[i], res.err)
+			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), bases[i], res.Err)
 			continue
 		}
-		pod := res.val.pod
+		pod := res.Out.pod
 		rn.view[a.ID] = pod
 		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: pod.UID, rv: pod.ResourceVersion, pod: pod})
-		if len(res.val.changes) > 0 {
-			rn.normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updating pod %s in place: %s", pod.Name, changeList(res.val.changes))
+		if len(res.Out.changes) > 0 {
+			rn.events.Normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updating pod %s in place: %s", pod.Name, changeList(res.Out.changes))
 		} else {
-			rn.normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updated the labels and annotations of pod %s", pod.Name)
+			rn.events.Normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updated the labels and annotations of pod %s", pod.Name)
 		}
 	}
 }
@@ -349,6 +347,9 @@ func (r *Reconciler) patchPod(ctx context.Context, base, patched *corev1.Pod) (*
 	}
 	return out, nil
 }
+
+// writes is the executor of pod and PVC writes other than creates: bounded, without slow start (§17).
+func (r *Reconciler) writes() kit.Executor { return kit.Executor{Max: r.cfg.PodWriteConcurrency} }
 
 // deletePod deletes a pod, gracefully or with grace period 0, with a UID precondition.
 func (r *Reconciler) deletePod(ctx context.Context, pod *corev1.Pod, force bool) error {

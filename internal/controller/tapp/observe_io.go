@@ -11,23 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
-// observe fills rn.obs and starts the post-action view (step 2 of the data flow, doc.go): the owned pods
-// from the cache (owner-UID index), releases and adoptions (§14), classification, pending expectations,
-// names taken by pods of other owners and the nodes of terminating pods (§12). An error means the pass
-// cannot know what exists: it stops before any pod write and before the status.
-func (r *Reconciler) observe(ctx context.Context, rn *run) error {
-	owned, err := r.listOwnedPods(ctx, rn.app)
-	if err != nil {
-		return err
-	}
-	owned = r.releasePods(ctx, rn, owned)
-	adopted, err := r.adoptOrphans(ctx, rn)
-	if err != nil {
-		return err
-	}
-	cls := ClassifyPods(rn.app, append(owned, adopted...))
+// observe fills rn.obs and starts the post-action view (step 2 of the data flow, doc.go); it only reads. From
+// the pods the TApp controls after claimPods: classification, pending expectations, names taken by pods of
+// other owners and the nodes of terminating pods (§12). An error means the pass cannot know what exists: it
+// stops before any pod write and before the status.
+func (r *Reconciler) observe(ctx context.Context, rn *run, controlled []*corev1.Pod) error {
+	cls := ClassifyPods(rn.app, controlled)
 
 	pods := cls.Pods
 	expecting := map[int]bool{}
@@ -69,6 +61,19 @@ func (r *Reconciler) listOwnedPods(ctx context.Context, app *tkestackv1.TApp) ([
 	return out, nil
 }
 
+// claimPods writes the controller references of the pass (§14): it releases the owned pods that no longer
+// match the selector, then adopts the orphans the TApp may adopt. It returns the pods the TApp controls
+// after these writes; their failures are issues and errors of the run. An error (listing the orphans)
+// stops the pass.
+func (r *Reconciler) claimPods(ctx context.Context, rn *run, owned []*corev1.Pod) ([]*corev1.Pod, error) {
+	owned = r.releasePods(ctx, rn, owned)
+	adopted, err := r.adoptOrphans(ctx, rn)
+	if err != nil {
+		return nil, err
+	}
+	return append(owned, adopted...), nil
+}
+
 // releasePods removes the TApp's controller reference from owned pods that no longer match the selector
 // (§14) and returns the pods that stay owned. A pod whose release failed stays out of this pass too: it
 // does not belong to the TApp any more.
@@ -85,19 +90,18 @@ func (r *Reconciler) releasePods(ctx context.Context, rn *run, owned []*corev1.P
 			keep = append(keep, pod)
 		}
 	}
-	results := boundedDo(len(release), r.cfg.PodWriteConcurrency, func(i int) (*corev1.Pod, error) {
-		pod := release[i]
+	results := kit.Run(ctx, r.writes(), release, func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 		refs := slices.DeleteFunc(slices.Clone(pod.OwnerReferences), func(ref metav1.OwnerReference) bool {
 			return ref.UID == rn.app.UID
 		})
 		return r.patchOwnerRefs(ctx, pod, refs)
 	})
 	for i, res := range results {
-		if res.err != nil {
-			rn.fail(tkestackv1.ReasonFailedUpdate, release[i].Name, release[i], fmt.Errorf("releasing pod %s: %w", release[i].Name, res.err))
+		if res.Err != nil {
+			rn.fail(tkestackv1.ReasonFailedUpdate, release[i].Name, release[i], fmt.Errorf("releasing pod %s: %w", release[i].Name, res.Err))
 			continue
 		}
-		rn.normal(tkestackv1.ReasonReleased, actionRelease, release[i], "Released pod %s: it no longer matches the selector", release[i].Name)
+		rn.events.Normal(tkestackv1.ReasonReleased, actionRelease, release[i], "Released pod %s: it no longer matches the selector", release[i].Name)
 	}
 	return keep
 }
@@ -132,18 +136,18 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, rn *run) ([]*corev1.Pod, 
 	if fresh.UID != rn.app.UID || fresh.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	results := boundedDo(len(orphans), r.cfg.PodWriteConcurrency, func(i int) (*corev1.Pod, error) {
-		refs := append(slices.Clone(orphans[i].OwnerReferences), OwnerReference(rn.app))
-		return r.patchOwnerRefs(ctx, orphans[i], refs)
+	results := kit.Run(ctx, r.writes(), orphans, func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+		refs := append(slices.Clone(pod.OwnerReferences), OwnerReference(rn.app))
+		return r.patchOwnerRefs(ctx, pod, refs)
 	})
 	var adopted []*corev1.Pod
 	for i, res := range results {
-		if res.err != nil {
-			rn.fail(tkestackv1.ReasonFailedUpdate, orphans[i].Name, orphans[i], fmt.Errorf("adopting pod %s: %w", orphans[i].Name, res.err))
+		if res.Err != nil {
+			rn.fail(tkestackv1.ReasonFailedUpdate, orphans[i].Name, orphans[i], fmt.Errorf("adopting pod %s: %w", orphans[i].Name, res.Err))
 			continue
 		}
-		adopted = append(adopted, res.val)
-		rn.normal(tkestackv1.ReasonAdopted, actionAdopt, res.val, "Adopted pod %s", res.val.Name)
+		adopted = append(adopted, res.Out)
+		rn.events.Normal(tkestackv1.ReasonAdopted, actionAdopt, res.Out, "Adopted pod %s", res.Out.Name)
 	}
 	return adopted, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // cachedClaim looks a desired PVC up by name in the cache (§17); nil when absent.
@@ -35,7 +36,7 @@ func (r *Reconciler) retainClaims(ctx context.Context, rn *run) {
 	}
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.cfg.Client.List(ctx, list, client.InNamespace(rn.app.Namespace), client.MatchingLabels(s.Selector.MatchLabels)); err != nil {
-		rn.errs = append(rn.errs, fmt.Errorf("listing PVCs of TApp %s: %w", rn.key, err))
+		rn.out.Error(fmt.Errorf("listing PVCs of TApp %s: %w", rn.key, err))
 		return
 	}
 	pvcs := make([]*corev1.PersistentVolumeClaim, len(list.Items))
@@ -54,7 +55,11 @@ func (r *Reconciler) fixClaimOwners(ctx context.Context, rn *run, pvcs []*corev1
 			base, fixed = append(base, pvc), append(fixed, out)
 		}
 	}
-	results := boundedDo(len(fixed), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
+	idx := make([]int, len(fixed))
+	for i := range idx {
+		idx[i] = i
+	}
+	results := kit.Run(ctx, r.writes(), idx, func(ctx context.Context, i int) (struct{}, error) {
 		err := r.cfg.Client.Patch(ctx, fixed[i], client.MergeFromWithOptions(base[i], client.MergeFromWithOptimisticLock{}))
 		if err != nil {
 			return struct{}{}, fmt.Errorf("updating the ownerReferences of PVC %s: %w", base[i].Name, err)
@@ -62,8 +67,8 @@ func (r *Reconciler) fixClaimOwners(ctx context.Context, rn *run, pvcs []*corev1
 		return struct{}{}, nil
 	})
 	for i, res := range results {
-		if res.err != nil {
-			rn.failClaim(tkestackv1.ReasonFailedUpdate, base[i], res.err)
+		if res.Err != nil {
+			rn.failClaim(tkestackv1.ReasonFailedUpdate, base[i], res.Err)
 		}
 	}
 }
@@ -78,19 +83,19 @@ func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*co
 		expecting[id] = true
 	}
 	doomed := r.withoutLivePods(ctx, rn, ScaledClaimsToDelete(rn.app, &rn.pass.Settings, pvcs, rn.view, expecting))
-	results := boundedDo(len(doomed), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
-		err := r.cfg.Client.Delete(ctx, doomed[i], client.Preconditions{UID: &doomed[i].UID})
+	results := kit.Run(ctx, r.writes(), doomed, func(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (struct{}, error) {
+		err := r.cfg.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return struct{}{}, fmt.Errorf("deleting PVC %s: %w", doomed[i].Name, err)
+			return struct{}{}, fmt.Errorf("deleting PVC %s: %w", pvc.Name, err)
 		}
 		return struct{}{}, err
 	})
 	for i, res := range results {
 		switch {
-		case res.err == nil:
-			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, doomed[i], "Deleted PVC %s of a removed instance", doomed[i].Name)
-		case !apierrors.IsNotFound(res.err):
-			rn.failClaim(tkestackv1.ReasonFailedDelete, doomed[i], res.err)
+		case res.Err == nil:
+			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, doomed[i], "Deleted PVC %s of a removed instance", doomed[i].Name)
+		case !apierrors.IsNotFound(res.Err):
+			rn.failClaim(tkestackv1.ReasonFailedDelete, doomed[i], res.Err)
 		}
 	}
 }

@@ -2,13 +2,10 @@ package tapp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // +kubebuilder:rbac:groups=apps.tkestack.io,resources=tapps,verbs=get;list;watch;create;update;patch;delete
@@ -32,16 +30,9 @@ import (
 // one pass in flight at once (§2.5, §17).
 const DefaultPodWriteConcurrency = 100
 
-// Requeue delays.
-const (
-	// conflictRequeueDelay: a write lost a race (stale cache); retry once the cache caught up. Passes that
-	// keep losing double it, up to maxConflictDelay (conflictBackoff).
-	conflictRequeueDelay = time.Second
-	maxConflictDelay     = 30 * time.Second
-	// claimWaitRequeueDelay: a create waits for a PVC that is being deleted (§10); PVCs without a TApp
-	// ownerReference (whenDeleted: Retain) cause no event when they are gone.
-	claimWaitRequeueDelay = 5 * time.Second
-)
+// claimWaitRequeueDelay: a create waits for a PVC that is being deleted (§10); PVCs without a TApp
+// ownerReference (whenDeleted: Retain) cause no event when they are gone.
+const claimWaitRequeueDelay = 5 * time.Second
 
 // Config holds what a Reconciler needs.
 type Config struct {
@@ -64,10 +55,10 @@ type Config struct {
 // Reconciler reconciles TApps: one pass observes the pods, plans with the pure functions of this package,
 // executes the plan in the order of §6.3 and writes the status derived from the post-action view.
 type Reconciler struct {
-	cfg       Config
-	exp       *expectations
-	gauge     *instanceGauge
-	conflicts *conflictBackoff
+	cfg     Config
+	exp     *expectations
+	gauge   *instanceGauge
+	backoff *kit.Backoff
 }
 
 // NewReconciler returns a Reconciler.
@@ -78,7 +69,7 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Reconciler{cfg: cfg, exp: newExpectations(), gauge: newInstanceGauge(), conflicts: newConflictBackoff()}
+	return &Reconciler{cfg: cfg, exp: newExpectations(), gauge: newInstanceGauge(), backoff: kit.NewBackoff()}
 }
 
 // run is what one reconcile pass observed and did. Writes run concurrently, but their outcomes are applied
@@ -97,29 +88,38 @@ type run struct {
 	// planIssues are the plan's issues; issues the failed writes and claim conflicts of the pass.
 	planIssues []Issue
 	issues     []Issue
-	errs       []error
+	// out is the outcome of the pass: errors, lost races and requeue delays.
+	out kit.Outcome
 	// conflict: a write lost a race or a create found the name taken; the cache is behind (requeue soon).
 	conflict bool
-	// claimWait: a PVC being deleted or controlled by another owner blocks a create; PVCs are not watched.
-	claimWait bool
-	events    []pendingEvent
+	// events are emitted after the status write.
+	events kit.Events
 }
 
 // Reconcile is keyed by the TApp's namespace/name. It reads like the table of contents of §6.3.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app, err := r.getTApp(ctx, req.NamespacedName)
-	if err != nil || app == nil {
-		if err == nil {
-			r.conflicts.reset(req.NamespacedName)
-		}
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	rn := r.newRun(req.NamespacedName, app)
-	if res, done, err := r.syncSpec(ctx, rn); done {
-		r.emitEvents(rn, nil)
-		return res, err
+	if app == nil {
+		r.backoff.Forget(req.NamespacedName)
+		return ctrl.Result{}, nil
 	}
-	if err := r.observe(ctx, rn); err != nil {
+	rn := r.newRun(req.NamespacedName, app)
+	if r.syncSpec(ctx, rn) {
+		r.emitEvents(rn, nil)
+		return r.backoff.Result(rn.key, &rn.out)
+	}
+	owned, err := r.listOwnedPods(ctx, rn.app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pods, err := r.claimPods(ctx, rn, owned)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.observe(ctx, rn, pods); err != nil {
 		return ctrl.Result{}, err
 	}
 	rn.plan = rn.pass.Plan(rn.obs)
@@ -128,11 +128,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	logPlan(ctx, rn)
 
 	status, minReadyWait := rn.pass.Status(rn.postActionView(), append(slices.Clone(rn.planIssues), rn.issues...))
-	statusErr := r.writeStatus(ctx, app, status)
+	_, err = kit.WriteStatus(ctx, r.cfg.Client, app, tappStatus, &status, nil)
+	rn.out.Error(err)
 	r.emitEvents(rn, &status)
 	r.gauge.set(rn.key, status.Statuses)
-	return r.result(rn, minReadyWait, statusErr)
+	// The pass requeues for the earliest of: a minReadySeconds wait, a PVC being deleted (execute), the
+	// expiry of a pending expectation, a lost race (backing off as errors do, without an error log, §17).
+	rn.out.RequeueAfter(minReadyWait)
+	rn.out.RequeueAfter(r.exp.nextExpiry(rn.key, rn.now))
+	return r.backoff.Result(rn.key, &rn.out)
 }
+
+func tappStatus(app *tkestackv1.TApp) *tkestackv1.TAppStatus { return &app.Status }
 
 func (r *Reconciler) newRun(key types.NamespacedName, app *tkestackv1.TApp) *run {
 	return &run{
@@ -186,72 +193,26 @@ func (rn *run) postActionView() Observation {
 	return Observation{Pods: rn.view, Expecting: rn.obs.Expecting, Nodes: rn.obs.Nodes, Now: rn.now}
 }
 
-// writeStatus writes the status through the status subresource, only when it differs from the stored one,
-// guarded by the observed resourceVersion (§15).
-func (r *Reconciler) writeStatus(ctx context.Context, app *tkestackv1.TApp, status tkestackv1.TAppStatus) error {
-	if equality.Semantic.DeepEqual(app.Status, status) {
-		return nil
-	}
-	updated := app.DeepCopy()
-	updated.Status = status
-	err := r.cfg.Client.Status().Patch(ctx, updated, client.MergeFromWithOptions(app, client.MergeFromWithOptimisticLock{}))
-	if err != nil && !apierrors.IsNotFound(err) { // NotFound: deleted meanwhile, its delete event follows
-		return fmt.Errorf("writing status of TApp %s: %w", client.ObjectKeyFromObject(app), err)
-	}
-	return nil
-}
-
-// result turns the outcome of a pass into its return. Errors are returned (joined) for a rate-limited
-// retry with backoff; lost races (conflicts) only requeue, backing off as errors do but without an error
-// log (§17). Otherwise the pass requeues for the earliest of:
-// a minReadySeconds wait, a PVC being deleted, the expiry of a pending expectation.
-func (r *Reconciler) result(rn *run, minReadyWait time.Duration, statusErr error) (ctrl.Result, error) {
-	var errs []error
-	conflict := rn.conflict
-	for _, err := range append(rn.errs, statusErr) {
-		switch {
-		case err == nil:
-		case apierrors.IsConflict(err):
-			conflict = true
-		default:
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return ctrl.Result{}, errors.Join(errs...)
-	}
-	after := minReadyWait
-	earliest := func(d time.Duration) {
-		if d > 0 && (after == 0 || d < after) {
-			after = d
-		}
-	}
-	earliest(r.exp.nextExpiry(rn.key, rn.now))
-	if rn.claimWait {
-		earliest(claimWaitRequeueDelay)
-	}
-	if conflict {
-		earliest(r.conflicts.next(rn.key))
-	} else {
-		r.conflicts.reset(rn.key)
-	}
-	return ctrl.Result{RequeueAfter: after}, nil
-}
-
 // fail records a failed write about a subject (an instance id, a pod or PVC name): an issue for ReplicaFailure, a Warning event (related to the
 // object) and an error for the retry. Conflicts (a stale cache) only requeue, and NotFound means the
 // object is gone, which its delete event reports.
 func (rn *run) fail(reason, subject string, related runtime.Object, err error) {
 	switch {
 	case apierrors.IsConflict(err):
-		rn.conflict = true
+		rn.lostRace()
 		return
 	case apierrors.IsNotFound(err):
 		return
 	}
 	rn.issues = append(rn.issues, Issue{Reason: reason, Subject: subject, Message: err.Error()})
-	rn.errs = append(rn.errs, err)
-	rn.warn(reason, actionFor(reason), related, "%v", err)
+	rn.out.Error(err)
+	rn.events.Warning(reason, actionFor(reason), related, "%v", err)
+}
+
+// lostRace records that a write lost a race or a create found the name taken: the cache is behind.
+func (rn *run) lostRace() {
+	rn.conflict = true
+	rn.out.Conflict()
 }
 
 // expect records an expectation for an id written in this pass.
@@ -259,31 +220,4 @@ func (r *Reconciler) expect(rn *run, id int, x *expectation) {
 	x.at = rn.now
 	r.exp.expect(rn.key, rn.app.UID, id, x)
 	rn.written[id] = true
-}
-
-// conflictBackoff spaces the passes of a TApp that keep losing races (§17: conflicts back off like errors,
-// without error-level logs): 1 s, 2 s, 4 s, … up to maxConflictDelay. A pass without a conflict resets it.
-// controller-runtime's own rate-limited requeue without an error (Result.Requeue) is deprecated.
-type conflictBackoff struct {
-	mu sync.Mutex
-	n  map[types.NamespacedName]int
-}
-
-func newConflictBackoff() *conflictBackoff {
-	return &conflictBackoff{n: map[types.NamespacedName]int{}}
-}
-
-// next counts one more conflicted pass of key and returns its delay.
-func (b *conflictBackoff) next(key types.NamespacedName) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.n[key]++
-	d := conflictRequeueDelay << min(b.n[key]-1, 5)
-	return min(d, maxConflictDelay)
-}
-
-func (b *conflictBackoff) reset(key types.NamespacedName) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.n, key)
 }

@@ -17,13 +17,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 func TestReconcileCreatesMissingPods(t *testing.T) {
 	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{})
 	got := f.pass()
 	// §17: create = 1 pod create + 1 gate write; one status write.
-	want := map[string]int{"create Pod": 3, "status Pod": 3, "status TApp": 1}
+	want := map[string]int{"create Pod": 3, "status-patch Pod": 3, "status-update TApp": 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}
@@ -163,7 +164,7 @@ func TestReconcileExpectationsStopDoubleWritesWithStaleCache(t *testing.T) {
 	if got := f.pass(); got["patch Pod"] != 1 {
 		t.Fatalf("update pass: %v", got)
 	}
-	if got := f.pass(); got["patch Pod"] != 0 || got["status Pod"] != 0 {
+	if got := f.pass(); got["patch Pod"] != 0 || got["status-patch Pod"] != 0 {
 		t.Errorf("a stale cache caused writes: %v", got)
 	}
 	if st := f.app().Status.Statuses["0"]; st != tkestackv1.InstanceUpdating {
@@ -181,7 +182,7 @@ func TestReconcileCreateErrorsAreReported(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	})
-	f.writes.take()
+	f.writes.Take()
 	_, err := f.reconcile()
 	if !errors.Is(err, boom) {
 		t.Fatalf("reconcile error = %v, want boom", err)
@@ -190,7 +191,7 @@ func TestReconcileCreateErrorsAreReported(t *testing.T) {
 	if diff := cmp.Diff([]string{"web-0", "web-2"}, f.podNames()); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)
 	}
-	if got := f.writes.take(); got["create Pod"] != 3 || got["status TApp"] != 1 {
+	if got := f.writes.Take(); got["create Pod"] != 3 || got["status-update TApp"] != 1 {
 		t.Errorf("writes: %v", got)
 	}
 	if got := f.condition(tkestackv1.TAppReplicaFailure); got != "True/FailedCreate" {
@@ -228,13 +229,13 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 					return namespaceTerminatingError(tc.resource, obj.GetName())
 				},
 			})
-			f.writes.take()
+			f.writes.Take()
 			res, err := f.reconcile()
 			if err != nil || res.RequeueAfter != 0 {
 				t.Fatalf("result %+v, error %v; want neither an error nor a requeue", res, err)
 			}
 			// Slow start stops after the first refused create.
-			if got := f.writes.take(); got["create Pod"]+got["create PersistentVolumeClaim"] != 1 || got["status TApp"] != 1 {
+			if got := f.writes.Take(); got["create Pod"]+got["create PersistentVolumeClaim"] != 1 || got["status-update TApp"] != 1 {
 				t.Errorf("writes: %v", got)
 			}
 			if got := f.podNames(); len(got) != 0 {
@@ -271,25 +272,39 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 
 func TestReconcileConflictsRequeueWithoutError(t *testing.T) {
 	f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			if _, ok := obj.(*tkestackv1.TApp); ok {
 				return apierrors.NewConflict(schema.GroupResource{Resource: "tapps"}, obj.GetName(), errors.New("stale"))
 			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
-	// Passes that keep losing back off as errors do (§17), without returning an error.
-	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+	// Passes that keep losing back off as errors do (§17), without returning an error, up to the cap.
+	s := time.Second
+	for _, want := range []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, kit.ConflictMaxDelay, kit.ConflictMaxDelay} {
 		res, err := f.reconcile()
 		if err != nil || res.RequeueAfter != want {
 			t.Fatalf("result %+v, error %v; want a requeue after %s without error", res, err, want)
 		}
 	}
-	for range 10 {
-		f.r.conflicts.next(types.NamespacedName{Namespace: testNS, Name: testName})
+}
+
+// TestReconcileStatusOfDeletedTAppIsNoError: a TApp deleted between the read of the pass and its status write
+// ends the pass without an error (its delete event follows), after the pod writes of the pass.
+func TestReconcileStatusOfDeletedTAppIsNoError(t *testing.T) {
+	f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*tkestackv1.TApp); ok {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: "tapps"}, obj.GetName())
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	if _, err := f.reconcile(); err != nil {
+		t.Fatalf("reconcile error = %v, want none", err)
 	}
-	if res, _ := f.reconcile(); res.RequeueAfter != maxConflictDelay {
-		t.Errorf("requeue after %s, want the cap %s", res.RequeueAfter, maxConflictDelay)
+	if got := f.writes.Take(); got["create Pod"] != 1 || got["status-update TApp"] != 1 {
+		t.Errorf("writes %v, want the pod created and the status write tried", got)
 	}
 }
 
@@ -309,7 +324,7 @@ func TestReconcileKillAndRestart(t *testing.T) {
 	f.settle(5)
 
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Statuses = map[string]tkestackv1.InstanceStatus{"1": "Killed"} })
-	if got := f.pass(); got["delete Pod"] != 1 || got["status TApp"] != 1 {
+	if got := f.pass(); got["delete Pod"] != 1 || got["status-update TApp"] != 1 {
 		t.Errorf("kill pass: %v", got)
 	}
 	if uid == "" {
@@ -363,7 +378,7 @@ func TestReconcileInPlaceUpdate(t *testing.T) {
 
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.Containers[0].Image = newImage })
 	// (a) gate False, (b) the pod patch; the budget (1) allows one instance at a time, lowest id first.
-	if diff := cmp.Diff(map[string]int{"status Pod": 1, "patch Pod": 1, "status TApp": 1}, f.pass()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"status-patch Pod": 1, "patch Pod": 1, "status-update TApp": 1}, f.pass()); diff != "" {
 		t.Errorf("first update pass (-want +got):\n%s", diff)
 	}
 	pod := f.pods()["web-0"]
@@ -387,7 +402,7 @@ func TestReconcileInPlaceUpdate(t *testing.T) {
 
 	// The kubelet reports the new image: the gate goes True again.
 	f.kubelet()
-	if got := f.pass(); got["status Pod"] != 1 || got["patch Pod"] != 0 {
+	if got := f.pass(); got["status-patch Pod"] != 1 || got["patch Pod"] != 0 {
 		t.Errorf("completion pass: %v", got)
 	}
 	if g := GateCondition(f.pods()["web-0"]); g == nil || g.Status != corev1.ConditionTrue {
@@ -434,7 +449,7 @@ func TestReconcileInPlaceRetriesAfterKubeletRace(t *testing.T) {
 		t.Fatalf("%d conflicts injected, want 1", conflicts)
 	}
 	// One gate write, the patch that lost the race and its retry; no gate flip back to True.
-	if diff := cmp.Diff(map[string]int{"status Pod": 1, "patch Pod": 2, "status TApp": 1}, got); diff != "" {
+	if diff := cmp.Diff(map[string]int{"status-patch Pod": 1, "patch Pod": 2, "status-update TApp": 1}, got); diff != "" {
 		t.Errorf("update pass after a lost race (-want +got):\n%s", diff)
 	}
 	if pod := f.pods()["web-0"]; pod.Spec.Containers[0].Image != newImage {
@@ -573,7 +588,7 @@ func TestReconcileDeletedTAppForgetsIt(t *testing.T) {
 	if res, err := f.reconcile(); err != nil || res.RequeueAfter != 0 {
 		t.Errorf("missing TApp: %+v %v", res, err)
 	}
-	if got := f.writes.take(); len(got) != 0 {
+	if got := f.writes.Take(); len(got) != 0 {
 		t.Errorf("writes: %v", got)
 	}
 }
@@ -650,8 +665,8 @@ func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
 			},
 		})
 		res, err := f.reconcile()
-		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > conflictRequeueDelay {
-			t.Fatalf("result %+v, error %v; want a requeue within %s", res, err, conflictRequeueDelay)
+		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > kit.ConflictBaseDelay {
+			t.Fatalf("result %+v, error %v; want a requeue within %s", res, err, kit.ConflictBaseDelay)
 		}
 	})
 }
