@@ -11,7 +11,7 @@ import (
 )
 
 func TestAvailability(t *testing.T) {
-	p := newApp(1).pass()
+	p := passOf(newApp(1))
 	at := func(ct corev1.PodConditionType, d time.Duration) podOpt {
 		return func(pod *corev1.Pod) {
 			for i := range pod.Status.Conditions {

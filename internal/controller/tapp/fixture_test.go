@@ -8,8 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/testutil"
 )
 
 var (
@@ -35,69 +37,16 @@ func tplWith(image string) corev1.PodTemplateSpec {
 	}
 }
 
-// appBuilder builds TApps for tests.
-type appBuilder struct{ app *tkestackv1.TApp }
-
-func newApp(replicas int32) *appBuilder {
-	return &appBuilder{app: &tkestackv1.TApp{
-		ObjectMeta: metav1.ObjectMeta{Name: testName, Namespace: testNS, UID: testUID, Generation: 1},
-		Spec: tkestackv1.TAppSpec{
-			Replicas: replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: tplWith(oldImage),
-		},
-	}}
+// newApp starts the standard TApp of these tests: web in ns, generation 1, selector app=web, one nginx
+// container of oldImage.
+func newApp(replicas int32) *testutil.TAppWrapper {
+	return testutil.MakeTApp(testName, testNS).UID(testUID).Generation(1).Replicas(replicas).Template(tplWith(oldImage))
 }
 
-func (b *appBuilder) image(img string) *appBuilder {
-	b.app.Spec.Template.Spec.Containers[0].Image = img
-	return b
+// passOf returns the pass of the TApp built so far (deletePodAfterAppFinish defaulting to true).
+func passOf(w *testutil.TAppWrapper) *Pass {
+	return NewPass(w.Obj(), Options{DeletePodAfterAppFinish: true})
 }
-
-func (b *appBuilder) pool(name, image string) *appBuilder {
-	if b.app.Spec.TemplatePool == nil {
-		b.app.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{}
-	}
-	b.app.Spec.TemplatePool[name] = tplWith(image)
-	return b
-}
-
-func (b *appBuilder) templates(kv ...string) *appBuilder {
-	b.app.Spec.Templates = pairs(kv...)
-	return b
-}
-
-func (b *appBuilder) killed(ids ...string) *appBuilder {
-	b.app.Spec.Statuses = map[string]tkestackv1.InstanceStatus{}
-	for _, id := range ids {
-		b.app.Spec.Statuses[id] = tkestackv1.InstanceKilled
-	}
-	return b
-}
-
-func (b *appBuilder) prev(app tkestackv1.AppStatus, kv ...string) *appBuilder {
-	b.app.Status.AppStatus = app
-	b.app.Status.Statuses = map[string]tkestackv1.InstanceStatus{}
-	for k, v := range pairs(kv...) {
-		b.app.Status.Statuses[k] = tkestackv1.InstanceStatus(v)
-	}
-	return b
-}
-
-func (b *appBuilder) budgets(rolling, force *intstr.IntOrString) *appBuilder {
-	b.app.Spec.UpdateStrategy.MaxUnavailable = rolling
-	b.app.Spec.UpdateStrategy.ForceUpdate.MaxUnavailable = force
-	return b
-}
-
-func (b *appBuilder) with(f func(*tkestackv1.TApp)) *appBuilder {
-	f(b.app)
-	return b
-}
-
-func (b *appBuilder) obj() *tkestackv1.TApp { return b.app.DeepCopy() }
-
-func (b *appBuilder) pass() *Pass { return NewPass(b.obj(), Options{DeletePodAfterAppFinish: true}) }
 
 func pairs(kv ...string) map[string]string {
 	m := map[string]string{}
@@ -107,11 +56,18 @@ func pairs(kv ...string) map[string]string {
 	return m
 }
 
-func ptr[T any](v T) *T { return &v }
+// statuses returns instance statuses from id, status pairs.
+func statuses(kv ...string) map[string]tkestackv1.InstanceStatus {
+	m := map[string]tkestackv1.InstanceStatus{}
+	for k, v := range pairs(kv...) {
+		m[k] = tkestackv1.InstanceStatus(v)
+	}
+	return m
+}
 
-func intBudget(n int32) *intstr.IntOrString { return ptr(intstr.FromInt32(n)) }
+func intBudget(n int32) *intstr.IntOrString { return ptr.To(intstr.FromInt32(n)) }
 
-func pctBudget(s string) *intstr.IntOrString { return ptr(intstr.FromString(s)) }
+func pctBudget(s string) *intstr.IntOrString { return ptr.To(intstr.FromString(s)) }
 
 // podOpt modifies a test pod.
 type podOpt func(*corev1.Pod)

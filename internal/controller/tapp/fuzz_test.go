@@ -64,7 +64,7 @@ func fuzzPod(p *Pass, id int, b []byte) *corev1.Pod {
 }
 
 func fuzzApp(replicas uint8, statuses, templates, prev string, budget string, flags uint8) *tkestackv1.TApp {
-	app := newApp(int32(replicas)%40).pool("a", newImage).pool("b", "nginx:bad image").obj()
+	app := newApp(int32(replicas)%40).Pool("a", tplWith(newImage)).Pool("b", tplWith("nginx:bad image")).Obj()
 	_ = json.Unmarshal([]byte(statuses), &app.Spec.Statuses)
 	_ = json.Unmarshal([]byte(templates), &app.Spec.Templates)
 	_ = json.Unmarshal([]byte(prev), &app.Status.Statuses)

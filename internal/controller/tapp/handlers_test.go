@@ -33,7 +33,7 @@ func drain(q queue) []string {
 }
 
 func TestPodHandler(t *testing.T) {
-	app := webApp(2).Obj()
+	app := newApp(2).Obj()
 	owned := runningPod(NewPass(app, Options{}), 1)
 	orphan := owned.DeepCopy()
 	orphan.OwnerReferences = nil
@@ -83,7 +83,7 @@ func TestPodHandler(t *testing.T) {
 }
 
 func TestPodHandlerDeleteSatisfiesExpectations(t *testing.T) {
-	app := webApp(1).Obj()
+	app := newApp(1).Obj()
 	pod := runningPod(NewPass(app, Options{}), 0)
 	exp := newExpectations()
 	key := types.NamespacedName{Namespace: testNS, Name: testName}
@@ -95,7 +95,7 @@ func TestPodHandlerDeleteSatisfiesExpectations(t *testing.T) {
 }
 
 func TestNodeHandler(t *testing.T) {
-	app := webApp(2).Obj()
+	app := newApp(2).Obj()
 	p := NewPass(app, Options{})
 	onLost := runningPod(p, 0)
 	onLost.DeletionTimestamp, onLost.Finalizers, onLost.Spec.NodeName = &mt0, []string{"x"}, "n1"
@@ -120,7 +120,7 @@ func TestNodeHandler(t *testing.T) {
 }
 
 func TestIndexes(t *testing.T) {
-	app := webApp(1).Obj()
+	app := newApp(1).Obj()
 	pod := runningPod(NewPass(app, Options{}), 0)
 	if got := podControllerValues(pod); !cmp.Equal(got, []string{string(testUID)}) {
 		t.Errorf("controller index of an owned pod = %v", got)

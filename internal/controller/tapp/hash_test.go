@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
@@ -55,9 +56,9 @@ func defaulted(tpl *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
 	s.RestartPolicy = corev1.RestartPolicyAlways
 	s.DNSPolicy = corev1.DNSClusterFirst
 	s.SchedulerName = "default-scheduler"
-	s.TerminationGracePeriodSeconds = ptr(int64(30))
+	s.TerminationGracePeriodSeconds = ptr.To(int64(30))
 	s.SecurityContext = &corev1.PodSecurityContext{}
-	s.EnableServiceLinks = ptr(true)
+	s.EnableServiceLinks = ptr.To(true)
 	def := func(c *corev1.Container) {
 		c.TerminationMessagePath = "/dev/termination-log"
 		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
@@ -88,7 +89,7 @@ func defaulted(tpl *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
 	}
 	for i := range s.Volumes {
 		if cm := s.Volumes[i].ConfigMap; cm != nil {
-			cm.DefaultMode = ptr(int32(0o644))
+			cm.DefaultMode = ptr.To(int32(0o644))
 		}
 	}
 	return out
@@ -215,7 +216,7 @@ func TestHashChanges(t *testing.T) {
 		"container rename":    {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Name = "web" }},
 		"restart policy":      {edit: func(p *corev1.PodTemplateSpec) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }},
 		"non-default pull":    {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways }},
-		"non-default grace":   {edit: func(p *corev1.PodTemplateSpec) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(5)) }},
+		"non-default grace":   {edit: func(p *corev1.PodTemplateSpec) { p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(5)) }},
 		"volume":              {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Volumes[0].ConfigMap.Name = "other" }},
 		"image to latest tag": {edit: func(p *corev1.PodTemplateSpec) { p.Spec.Containers[0].Image = "nginx:latest" }, uniqSame: true},
 		// The uniq hash clears a pull policy equal to the default for the image (so that a template with the
@@ -302,7 +303,7 @@ func TestCanonicalJSON(t *testing.T) {
 
 // TestPodHashLabels: the hash labels of a constructed pod are the hash functions' outputs (§5.2).
 func TestPodHashLabels(t *testing.T) {
-	p := newApp(1).pass()
+	p := passOf(newApp(1))
 	tpl, _ := p.Template(0)
 	pod := NewPod(p.App, 0, tpl)
 	want := mustHashes(t, &p.App.Spec.Template)

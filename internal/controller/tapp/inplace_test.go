@@ -119,7 +119,7 @@ func TestUpdateIncompleteLegacy(t *testing.T) {
 }
 
 func TestDecideGate(t *testing.T) {
-	p := newApp(1).pass()
+	p := passOf(newApp(1))
 	done := func(pod *corev1.Pod) { // the kubelet reported the new image
 		pod.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "nginx", Image: newImage, ImageID: "id-" + newImage, ContainerID: "cid-new", RestartCount: 1}
 	}
@@ -157,7 +157,7 @@ func TestDecideGate(t *testing.T) {
 }
 
 func TestInPlaceInProgress(t *testing.T) {
-	p := newApp(1).pass()
+	p := passOf(newApp(1))
 	tests := map[string]struct {
 		opts []podOpt
 		want bool

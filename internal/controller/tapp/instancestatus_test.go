@@ -24,7 +24,7 @@ func updating(p *corev1.Pod) {
 }
 
 func TestPodInstanceStatus(t *testing.T) {
-	p := newApp(3).pass()
+	p := passOf(newApp(3))
 	tests := map[string]struct {
 		opts    []podOpt
 		prev    tkestackv1.InstanceStatus
@@ -97,7 +97,7 @@ func TestWillMigrate(t *testing.T) {
 				for _, rejected := range []bool{false, true} {
 					name := fmt.Sprintf("%s/%q/never=%v/rejected=%v", ph, rp, never, rejected)
 					t.Run(name, func(t *testing.T) {
-						app := newApp(1).with(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.RestartPolicy = rp }).pass()
+						app := passOf(newApp(1).Mutate(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.RestartPolicy = rp }))
 						pod := runningPod(app, 0, phase(ph))
 						if rejected {
 							pod.Status.ContainerStatuses = nil
@@ -121,7 +121,7 @@ func TestWillMigrate(t *testing.T) {
 			}
 		}
 	}
-	app := newApp(1).pass()
+	app := passOf(newApp(1))
 	if WillMigrate(false, runningPod(app, 0), nil) {
 		t.Error("a running pod never migrates")
 	}
@@ -134,9 +134,9 @@ func TestWillMigrate(t *testing.T) {
 
 // TestInstanceStatuses: the whole map over a view, including out-of-range pods and ids without pods.
 func TestInstanceStatuses(t *testing.T) {
-	b := newApp(5).killed("1", "2").prev(tkestackv1.AppRunning, "0", "Running", "1", "Running", "3", "Succ", "4", "Killed", "7", "Succ").
-		with(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever })
-	p := b.pass()
+	b := newApp(5).Killed("1", "2").StatusStatuses(tkestackv1.AppRunning, statuses("0", "Running", "1", "Running", "3", "Succ", "4", "Killed", "7", "Succ")).
+		Mutate(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever })
+	p := passOf(b)
 	pods := podsOf(
 		runningPod(p, 0, phase(corev1.PodFailed)),
 		runningPod(p, 1), // spec Killed but not yet terminating: reports the pod

@@ -129,10 +129,10 @@ func TestMergePodMetadata(t *testing.T) {
 }
 
 func TestStartInPlaceUpdate(t *testing.T) {
-	p := newApp(1).image(newImage).pass()
+	p := passOf(newApp(1).Image(newImage))
 	tpl, _ := p.Template(0)
 	desired := NewPod(p.App, 0, tpl)
-	gated := runningPod(newApp(1).pass(), 0, gateFalse)
+	gated := runningPod(passOf(newApp(1)), 0, gateFalse)
 	gated.Status.ContainerStatuses[0].RestartCount = 4
 	// A previous record with an incomplete container that this update does not touch is carried over.
 	prevRec := RecordedContainer{Name: "sidecar-gone", Init: true, Image: "envoy:2", ImageID: "e1"}
@@ -185,7 +185,7 @@ func withRecordKeep(pod *corev1.Pod, rcs ...RecordedContainer) *corev1.Pod {
 }
 
 func TestRestamp(t *testing.T) {
-	p := newApp(1).pass()
+	p := passOf(newApp(1))
 	tpl, _ := p.Template(0)
 	pod := runningPod(p, 0, label(tkestackv1.TAppHashKey, "12345"), label(tkestackv1.TAppUniqHashKey, "678"))
 	got := Restamp(pod, tpl)
@@ -198,7 +198,7 @@ func TestRestamp(t *testing.T) {
 }
 
 func TestUpToDateForeign(t *testing.T) {
-	p := newApp(1).pass()
+	p := passOf(newApp(1))
 	tpl, _ := p.Template(0)
 	tests := map[string]struct {
 		podContainers []corev1.Container

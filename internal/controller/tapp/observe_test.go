@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
@@ -40,12 +41,12 @@ func ownedPod(name, instance string, owner metav1.OwnerReference) *corev1.Pod {
 }
 
 func TestClassifyPods(t *testing.T) {
-	app := newApp(3).obj()
+	app := newApp(3).Obj()
 	mine := OwnerReference(app)
 	other := mine
 	other.UID = "other"
 	notController := mine
-	notController.Controller = ptr(false)
+	notController.Controller = ptr.To(false)
 	otherNS := ownedPod("web-5", "5", mine)
 	otherNS.Namespace = "elsewhere"
 	pods := []*corev1.Pod{
@@ -80,7 +81,7 @@ func TestClassifyPods(t *testing.T) {
 }
 
 func TestAdoptAndRelease(t *testing.T) {
-	app := newApp(3).obj()
+	app := newApp(3).Obj()
 	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
 	orphan := func(name, id string, mod ...func(*corev1.Pod)) *corev1.Pod {
 		p := ownedPod(name, id, metav1.OwnerReference{})

@@ -5,8 +5,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/testutil"
 )
 
 func TestScheduleUpdates(t *testing.T) {
@@ -66,7 +68,7 @@ func TestScheduleUpdates(t *testing.T) {
 }
 
 type planCase struct {
-	app     *appBuilder
+	app     *testutil.TAppWrapper
 	pods    func(p *Pass) Pods
 	obs     func(o *Observation)
 	want    map[string]Action
@@ -78,7 +80,7 @@ func runPlanCases(t *testing.T, tests map[string]planCase) {
 	t.Helper()
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := tc.app.pass()
+			p := passOf(tc.app)
 			obs := Observation{Now: t0}
 			if tc.pods != nil {
 				obs.Pods = tc.pods(p)
@@ -118,7 +120,7 @@ func TestPlanActionRows(t *testing.T) {
 			want: map[string]Action{"0": ActionWait},
 		},
 		"terminating on a lost node with forceDeletePod, any class": {
-			app: newApp(2).killed("1").with(forceDelete),
+			app: newApp(2).Killed("1").Mutate(forceDelete),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, terminating), runningPod(p, 1, terminating), runningPod(p, 5, terminating))
 			},
@@ -126,7 +128,7 @@ func TestPlanActionRows(t *testing.T) {
 			want: map[string]Action{"0": ActionForceDelete, "1": ActionForceDelete, "5": ActionForceDelete},
 		},
 		"terminating on a ready node: wait": {
-			app:  newApp(1).with(forceDelete),
+			app:  newApp(1).Mutate(forceDelete),
 			pods: func(p *Pass) Pods { return podsOf(runningPod(p, 0, terminating)) },
 			obs: func(o *Observation) {
 				o.Nodes = map[string]*corev1.Node{"node-1": {Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: "True"}}}}}
@@ -134,12 +136,12 @@ func TestPlanActionRows(t *testing.T) {
 			want: map[string]Action{"0": ActionWait},
 		},
 		"no pod, previous Failed/Succ: never re-run": {
-			app:     newApp(3).prev(tkestackv1.AppRunning, "0", "Failed", "1", "Succ", "2", "Killed"),
+			app:     newApp(3).StatusStatuses(tkestackv1.AppRunning, statuses("0", "Failed", "1", "Succ", "2", "Killed")),
 			want:    map[string]Action{"0": ActionNone, "1": ActionNone, "2": ActionCreate},
 			reasons: map[string]string{"0": ReasonFinished, "1": ReasonFinished},
 		},
 		"no pod, template unresolvable": {
-			app:     newApp(2).templates("1", "missing"),
+			app:     newApp(2).Templates(pairs("1", "missing")),
 			want:    map[string]Action{"0": ActionCreate, "1": ActionNone},
 			reasons: map[string]string{"1": tkestackv1.ReasonTemplateNotFound},
 			issues:  []string{tkestackv1.ReasonTemplateNotFound},
@@ -158,13 +160,13 @@ func TestPlanActionRows(t *testing.T) {
 			reasons: map[string]string{"0": ReasonExpectationPending},
 		},
 		"no pod, template does not match the selector": {
-			app:     newApp(2).pool("other", oldImage).templates("1", "other").with(func(a *tkestackv1.TApp) { a.Spec.TemplatePool["other"].Labels["app"] = "x" }),
+			app:     newApp(2).Pool("other", tplWith(oldImage)).Templates(pairs("1", "other")).Mutate(func(a *tkestackv1.TApp) { a.Spec.TemplatePool["other"].Labels["app"] = "x" }),
 			want:    map[string]Action{"0": ActionCreate, "1": ActionNone},
 			reasons: map[string]string{"1": tkestackv1.ReasonInvalidSpec},
 			issues:  []string{tkestackv1.ReasonInvalidSpec},
 		},
 		"existing pod, template unresolvable: kept whatever its phase": {
-			app: newApp(2).templates("0", "missing", "1", "missing"),
+			app: newApp(2).Templates(pairs("0", "missing", "1", "missing")),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, phase(corev1.PodFailed)), runningPod(p, 1, label(tkestackv1.TAppUniqHashKey, "x")))
 			},
@@ -172,7 +174,7 @@ func TestPlanActionRows(t *testing.T) {
 			issues: []string{tkestackv1.ReasonTemplateNotFound, tkestackv1.ReasonTemplateNotFound},
 		},
 		"completed phase: delete if migrating, else keep": {
-			app: newApp(3).pool("never", oldImage).templates("1", "never", "2", "never").with(func(a *tkestackv1.TApp) {
+			app: newApp(3).Pool("never", tplWith(oldImage)).Templates(pairs("1", "never", "2", "never")).Mutate(func(a *tkestackv1.TApp) {
 				tpl := a.Spec.TemplatePool["never"]
 				tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 				a.Spec.TemplatePool["never"] = tpl
@@ -185,7 +187,7 @@ func TestPlanActionRows(t *testing.T) {
 			reasons: map[string]string{"1": ReasonFinished, "2": ReasonFinished},
 		},
 		"foreign hash: restamp when images match, else recreate": {
-			app: newApp(3).budgets(intBudget(3), nil),
+			app: newApp(3).MaxUnavailable(intstr.FromInt32(3)),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, label(tkestackv1.TAppHashKey, "1234567")),
 					runningPod(p, 1, label(tkestackv1.TAppHashKey, ""), func(p *corev1.Pod) { p.Spec.Containers[0].Image = "docker.io/library/nginx:1.7.9" }),
@@ -194,7 +196,7 @@ func TestPlanActionRows(t *testing.T) {
 			want: map[string]Action{"0": ActionRestamp, "1": ActionRestamp, "2": ActionRecreate},
 		},
 		"outdated: update when the uniq hash matches, else recreate": {
-			app: newApp(3).budgets(intBudget(3), nil),
+			app: newApp(3).MaxUnavailable(intstr.FromInt32(3)),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, label(tkestackv1.TAppHashKey, "v1-0000000000000000")),
 					runningPod(p, 1, label(tkestackv1.TAppHashKey, "v1-0000000000000000"), label(tkestackv1.TAppUniqHashKey, "v1-0000000000000000")),
@@ -204,26 +206,26 @@ func TestPlanActionRows(t *testing.T) {
 			reasons: map[string]string{"2": ReasonCurrent},
 		},
 		"completed and out of range pods are deleted": {
-			app: newApp(2).killed("1"),
+			app: newApp(2).Killed("1"),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0), runningPod(p, 1), runningPod(p, 2), runningPod(p, 7))
 			},
 			want: map[string]Action{"0": ActionNone, "1": ActionDelete, "2": ActionDelete, "7": ActionDelete},
 		},
 		"finished instances are deleted after the app finished": {
-			app:  newApp(2).prev(tkestackv1.AppSucc, "0", "Succ", "1", "Succ"),
+			app:  newApp(2).StatusStatuses(tkestackv1.AppSucc, statuses("0", "Succ", "1", "Succ")),
 			pods: func(p *Pass) Pods { return podsOf(runningPod(p, 0, phase(corev1.PodSucceeded))) },
 			want: map[string]Action{"0": ActionDelete},
 		},
 		"blocked spec: nothing": {
-			app:     newApp(2).with(func(a *tkestackv1.TApp) { a.Spec.Selector.MatchLabels["app"] = "nope" }),
+			app:     newApp(2).Mutate(func(a *tkestackv1.TApp) { a.Spec.Selector.MatchLabels["app"] = "nope" }),
 			pods:    func(p *Pass) Pods { return podsOf(runningPod(p, 0, noGate), runningPod(p, 5)) },
 			want:    map[string]Action{"0": ActionNone, "1": ActionNone, "5": ActionNone},
 			reasons: map[string]string{"0": tkestackv1.ReasonInvalidSpec, "1": tkestackv1.ReasonInvalidSpec},
 			issues:  []string{tkestackv1.ReasonInvalidSpec},
 		},
 		"TApp deleting: only force deletes": {
-			app: newApp(3).with(forceDelete).with(func(a *tkestackv1.TApp) { a.DeletionTimestamp = &mt0 }),
+			app: newApp(3).Mutate(forceDelete).Mutate(func(a *tkestackv1.TApp) { a.DeletionTimestamp = &mt0 }),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, terminating), runningPod(p, 1, label(tkestackv1.TAppHashKey, "v1-0000000000000000")), runningPod(p, 4))
 			},
@@ -241,11 +243,11 @@ func TestPlanActionRows(t *testing.T) {
 }
 
 func TestPlanUpdateDetails(t *testing.T) {
-	p := newApp(3).image(newImage).budgets(intBudget(3), nil).with(func(a *tkestackv1.TApp) {
+	p := passOf(newApp(3).Image(newImage).MaxUnavailable(intstr.FromInt32(3)).Mutate(func(a *tkestackv1.TApp) {
 		a.Spec.Template.Labels["v"] = "2"
-	}).pass()
-	old := newApp(3).pass()
-	metaOnly := newApp(3).with(func(a *tkestackv1.TApp) { a.Spec.Template.Labels["v"] = "1" }).pass()
+	}))
+	old := passOf(newApp(3))
+	metaOnly := passOf(newApp(3).Mutate(func(a *tkestackv1.TApp) { a.Spec.Template.Labels["v"] = "1" }))
 	plan := p.Plan(Observation{Now: t0, Pods: podsOf(runningPod(old, 0), runningPod(metaOnly, 1, func(pod *corev1.Pod) {
 		pod.Spec.Containers[0].Image = newImage
 	}), runningPod(old, 2, gateFalse))})
@@ -282,7 +284,7 @@ var outdated = label(tkestackv1.TAppHashKey, "v1-0000000000000000")
 // TestPlanBudgets: exact scheduled sets for mixes of instance states (§6.2).
 func TestPlanBudgets(t *testing.T) {
 	tests := map[string]struct {
-		app       *appBuilder
+		app       *testutil.TAppWrapper
 		pods      func(p *Pass) Pods
 		expecting map[int]bool
 		want      []int
@@ -296,14 +298,14 @@ func TestPlanBudgets(t *testing.T) {
 			want: []int{0},
 		},
 		"percent rounds up on D": {
-			app: newApp(3).budgets(pctBudget("50%"), nil),
+			app: newApp(3).MaxUnavailable(intstr.FromString("50%")),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, outdated), runningPod(p, 1, outdated), runningPod(p, 2, outdated))
 			},
 			want: []int{0, 1},
 		},
 		"int above D": {
-			app:  newApp(2).budgets(intBudget(9), nil),
+			app:  newApp(2).MaxUnavailable(intstr.FromInt32(9)),
 			pods: func(p *Pass) Pods { return podsOf(runningPod(p, 0, outdated), runningPod(p, 1, outdated)) },
 			want: []int{0, 1},
 		},
@@ -331,28 +333,28 @@ func TestPlanBudgets(t *testing.T) {
 			},
 		},
 		"killed and out-of-range pods are outside D and A": {
-			app: newApp(3).killed("2"),
+			app: newApp(3).Killed("2"),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, outdated), runningPod(p, 1, outdated), runningPod(p, 2, terminating), runningPod(p, 5, terminating))
 			},
 			want: []int{0},
 		},
 		"completed (finished) instances are outside D": {
-			app: newApp(3).prev(tkestackv1.AppSucc, "2", "Succ"),
+			app: newApp(3).StatusStatuses(tkestackv1.AppSucc, statuses("2", "Succ")),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, outdated), runningPod(p, 1, outdated))
 			},
 			want: []int{0},
 		},
 		"force-remapped ids first, all at once; rolling waits": {
-			app: newApp(4).pool("test", newImage).templates("1", "test", "3", "test"),
+			app: newApp(4).Pool("test", tplWith(newImage)).Templates(pairs("1", "test", "3", "test")),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, outdated), runningPod(p, 1, outdated), runningPod(p, 2, outdated), runningPod(p, 3, outdated))
 			},
 			want: []int{1, 3},
 		},
 		"rolling-remapped ids use maxUnavailable": {
-			app: newApp(3).pool("test2", newImage).templates("1", "test2", "2", "test2").with(func(a *tkestackv1.TApp) {
+			app: newApp(3).Pool("test2", tplWith(newImage)).Templates(pairs("1", "test2", "2", "test2")).Mutate(func(a *tkestackv1.TApp) {
 				a.Spec.UpdateStrategy.Template = "test2"
 			}),
 			pods: func(p *Pass) Pods {
@@ -361,7 +363,7 @@ func TestPlanBudgets(t *testing.T) {
 			want: []int{0}, // 0 is on the force path (default ≠ test2) and uses up the availability the rolling path needs
 		},
 		"rolling-remapped ids alone: one at a time": {
-			app: newApp(3).pool("test2", newImage).templates("1", "test2", "2", "test2").with(func(a *tkestackv1.TApp) {
+			app: newApp(3).Pool("test2", tplWith(newImage)).Templates(pairs("1", "test2", "2", "test2")).Mutate(func(a *tkestackv1.TApp) {
 				a.Spec.UpdateStrategy.Template = "test2"
 			}),
 			pods: func(p *Pass) Pods {
@@ -377,7 +379,7 @@ func TestPlanBudgets(t *testing.T) {
 			want: []int{0, 1, 2},
 		},
 		"pending expectation: not a candidate and not available": {
-			app: newApp(3).budgets(intBudget(2), nil),
+			app: newApp(3).MaxUnavailable(intstr.FromInt32(2)),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, outdated), runningPod(p, 1, outdated), runningPod(p, 2, outdated))
 			},
@@ -385,14 +387,14 @@ func TestPlanBudgets(t *testing.T) {
 			want:      []int{1},
 		},
 		"paused": {
-			app: newApp(3).with(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Paused = true }),
+			app: newApp(3).Mutate(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Paused = true }),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, outdated, notReady), runningPod(p, 1, outdated))
 			},
 			paused: true,
 		},
 		"recreate and update share the budget": {
-			app: newApp(3).budgets(intBudget(2), nil),
+			app: newApp(3).MaxUnavailable(intstr.FromInt32(2)),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, outdated, label(tkestackv1.TAppUniqHashKey, "v1-0000000000000000")),
 					runningPod(p, 1, outdated), runningPod(p, 2, outdated))
@@ -402,7 +404,7 @@ func TestPlanBudgets(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := tc.app.pass()
+			p := passOf(tc.app)
 			plan := p.Plan(Observation{Now: t0, Pods: tc.pods(p), Expecting: tc.expecting})
 			if diff := cmp.Diff(tc.want, plan.Budget.Scheduled); diff != "" {
 				t.Errorf("scheduled (-want +got):\n%s", diff)

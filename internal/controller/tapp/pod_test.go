@@ -6,12 +6,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
 func TestNewPod(t *testing.T) {
-	b := newApp(3).with(func(a *tkestackv1.TApp) {
+	b := newApp(3).Mutate(func(a *tkestackv1.TApp) {
 		a.Spec.ServiceName = "nginx"
 		a.Spec.Template.Annotations = map[string]string{"note": "x"}
 		a.Spec.Template.Finalizers = []string{"example.com/f"}
@@ -23,7 +24,7 @@ func TestNewPod(t *testing.T) {
 			{ObjectMeta: metav1.ObjectMeta{Name: "logs"}}, {ObjectMeta: metav1.ObjectMeta{Name: "data"}},
 		}
 	})
-	p := b.pass()
+	p := passOf(b)
 	before := p.App.DeepCopy()
 	tpl, _ := p.Template(2)
 	got := NewPod(p.App, 2, tpl)
@@ -35,7 +36,7 @@ func TestNewPod(t *testing.T) {
 			Annotations: map[string]string{"note": "x"},
 			Finalizers:  []string{"example.com/f"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.tkestack.io/v1", Kind: "TApp", Name: testName,
-				UID: testUID, Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
+				UID: testUID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Spec: corev1.PodSpec{
 			Containers:     []corev1.Container{{Name: "nginx", Image: oldImage}},
@@ -61,11 +62,11 @@ func TestNewPod(t *testing.T) {
 }
 
 func TestNewPodGateAndServiceName(t *testing.T) {
-	p := newApp(1).with(func(a *tkestackv1.TApp) {
+	p := passOf(newApp(1).Mutate(func(a *tkestackv1.TApp) {
 		a.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "other"}, {ConditionType: tkestackv1.InPlaceUpdateReady}}
 		a.Spec.Template.Spec.Hostname, a.Spec.Template.Spec.Subdomain = "h", "s"
 		a.Spec.Template.Labels[tkestackv1.TAppInstanceKey] = "99"
-	}).pass()
+	}))
 	tpl, _ := p.Template(0)
 	got := NewPod(p.App, 0, tpl)
 	if len(got.Spec.ReadinessGates) != 2 {
@@ -86,7 +87,7 @@ func TestShouldForceDelete(t *testing.T) {
 	ready := func(s corev1.ConditionStatus) corev1.NodeCondition {
 		return corev1.NodeCondition{Type: corev1.NodeReady, Status: s}
 	}
-	p := newApp(1).pass()
+	p := passOf(newApp(1))
 	term := runningPod(p, 0, terminating)
 	unbound := runningPod(p, 0, terminating, func(p *corev1.Pod) { p.Spec.NodeName = "" })
 	tests := map[string]struct {
@@ -115,7 +116,7 @@ func TestShouldForceDelete(t *testing.T) {
 }
 
 func TestViewHelpers(t *testing.T) {
-	p := newApp(1).pass()
+	p := passOf(newApp(1))
 	pod := runningPod(p, 0)
 	created := AfterCreate(pod)
 	if created.Status.Phase != corev1.PodPending || len(created.Status.Conditions) != 0 || pod.Status.Phase != corev1.PodRunning {

@@ -8,12 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/testutil"
 )
 
-func claimApp(policy *tkestackv1.PersistentVolumeClaimRetentionPolicy) *appBuilder {
-	return newApp(2).with(func(a *tkestackv1.TApp) {
+func claimApp(policy *tkestackv1.PersistentVolumeClaimRetentionPolicy) *testutil.TAppWrapper {
+	return newApp(2).Mutate(func(a *tkestackv1.TApp) {
 		a.Spec.PersistentVolumeClaimRetentionPolicy = policy
 		a.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{
 			{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"disk": "ssd"}, Annotations: map[string]string{"n": "1"}},
@@ -34,7 +36,7 @@ func TestDesiredClaims(t *testing.T) {
 		"only whenScaled given": {policy: &tkestackv1.PersistentVolumeClaimRetentionPolicy{WhenScaled: "Delete"}, owned: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := claimApp(tc.policy).pass()
+			p := passOf(claimApp(tc.policy))
 			before := p.App.DeepCopy()
 			got := DesiredClaims(p.App, 1, &p.Settings)
 			var refs []metav1.OwnerReference
@@ -59,7 +61,7 @@ func TestDesiredClaims(t *testing.T) {
 }
 
 func TestParseClaimName(t *testing.T) {
-	app := claimApp(nil).obj()
+	app := claimApp(nil).Obj()
 	tests := map[string]struct {
 		claim string
 		id    int
@@ -91,14 +93,14 @@ func pvc(name string, mod ...func(*corev1.PersistentVolumeClaim)) *corev1.Persis
 func ownedBy(uid string) func(*corev1.PersistentVolumeClaim) {
 	return func(c *corev1.PersistentVolumeClaim) {
 		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.tkestack.io/v1", Kind: "TApp", Name: testName,
-			UID: types.UID(uid), Controller: ptr(true)}}
+			UID: types.UID(uid), Controller: ptr.To(true)}}
 	}
 }
 
 func deleting(c *corev1.PersistentVolumeClaim) { c.DeletionTimestamp = &mt0 }
 
 func TestCheckClaim(t *testing.T) {
-	app := claimApp(nil).obj()
+	app := claimApp(nil).Obj()
 	tests := map[string]struct {
 		pvc  *corev1.PersistentVolumeClaim
 		want ClaimState
@@ -138,7 +140,7 @@ func TestClaimOwnerFix(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := claimApp(tc.policy).pass()
+			p := passOf(claimApp(tc.policy))
 			before := tc.pvc.DeepCopy()
 			got, changed := ClaimOwnerFix(p.App, &p.Settings, tc.pvc)
 			if changed != tc.changed {
@@ -168,7 +170,7 @@ func TestScaledClaimsToDelete(t *testing.T) {
 		pvc("cache-web-9"),
 		nil,
 	}
-	p := claimApp(del).pass()
+	p := passOf(claimApp(del))
 	pods := podsOf(runningPod(p, 4, terminating))
 	var got []string
 	for _, c := range ScaledClaimsToDelete(p.App, &p.Settings, pvcs, pods, map[int]bool{5: true}) {
@@ -177,7 +179,7 @@ func TestScaledClaimsToDelete(t *testing.T) {
 	if diff := cmp.Diff([]string{"data-web-3", "logs-web-3"}, got); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
-	retain := claimApp(nil).pass()
+	retain := passOf(claimApp(nil))
 	if got := ScaledClaimsToDelete(retain.App, &retain.Settings, pvcs, nil, nil); got != nil {
 		t.Errorf("whenScaled Retain deletes nothing: %v", got)
 	}

@@ -178,11 +178,6 @@ func (f *fixture) condition(typ string) string {
 	return string(c.Status) + "/" + c.Reason
 }
 
-// webApp starts the standard TApp of these tests: web in ns, selector app=web, one nginx container.
-func webApp(replicas int32) *testutil.TAppWrapper {
-	return testutil.MakeTApp(testName, testNS).UID(testUID).Generation(1).Replicas(replicas).Template(tplWith(oldImage))
-}
-
 // countOf returns how many times an event "<type> <reason>" occurs.
 func countOf(events []string, e string) int {
 	n := 0

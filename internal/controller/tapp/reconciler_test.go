@@ -21,7 +21,7 @@ import (
 )
 
 func TestReconcileCreatesMissingPods(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{})
 	got := f.pass()
 	// §17: create = 1 pod create + 1 gate write; one status write.
 	want := map[string]int{"create Pod": 3, "status-patch Pod": 3, "status-update TApp": 1}
@@ -66,7 +66,7 @@ func TestReconcileCreatesMissingPods(t *testing.T) {
 }
 
 func TestReconcileIdenticalPassWritesNothing(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{})
 	f.pass()
 	f.drainEvents()
 	if got := f.pass(); len(got) != 0 {
@@ -134,7 +134,7 @@ func (s *staleCache) hooks() interceptor.Funcs {
 
 func TestReconcileExpectationsStopDoubleWritesWithStaleCache(t *testing.T) {
 	stale := &staleCache{}
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, stale.hooks())
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, stale.hooks())
 	stale.freeze(t, f) // no pods yet
 	if got := f.pass(); got["create Pod"] != 3 {
 		t.Fatalf("first pass: %v", got)
@@ -174,7 +174,7 @@ func TestReconcileExpectationsStopDoubleWritesWithStaleCache(t *testing.T) {
 
 func TestReconcileCreateErrorsAreReported(t *testing.T) {
 	boom := errors.New("boom")
-	f := newFixture(t, []client.Object{webApp(6).Obj()}, interceptor.Funcs{
+	f := newFixture(t, []client.Object{newApp(6).Obj()}, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if obj.GetName() == "web-1" {
 				return boom
@@ -220,8 +220,8 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 		app      *tkestackv1.TApp
 		resource string
 	}{
-		"pod": {webApp(3).Obj(), "pods"},
-		"PVC": {webApp(3).VolumeClaim("data", "1Gi").Obj(), "persistentvolumeclaims"},
+		"pod": {newApp(3).Obj(), "pods"},
+		"PVC": {newApp(3).VolumeClaim("data", "1Gi").Obj(), "persistentvolumeclaims"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, []client.Object{tc.app}, interceptor.Funcs{
@@ -256,7 +256,7 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 	}
 
 	t.Run("other forbidden creates still fail", func(t *testing.T) {
-		f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+		f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
 			Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
 				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New("exceeded quota"))
 			},
@@ -271,7 +271,7 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 }
 
 func TestReconcileConflictsRequeueWithoutError(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+	f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			if _, ok := obj.(*tkestackv1.TApp); ok {
 				return apierrors.NewConflict(schema.GroupResource{Resource: "tapps"}, obj.GetName(), errors.New("stale"))
@@ -292,7 +292,7 @@ func TestReconcileConflictsRequeueWithoutError(t *testing.T) {
 // TestReconcileStatusOfDeletedTAppIsNoError: a TApp deleted between the read of the pass and its status write
 // ends the pass without an error (its delete event follows), after the pod writes of the pass.
 func TestReconcileStatusOfDeletedTAppIsNoError(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+	f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			if _, ok := obj.(*tkestackv1.TApp); ok {
 				return apierrors.NewNotFound(schema.GroupResource{Resource: "tapps"}, obj.GetName())
@@ -310,7 +310,7 @@ func TestReconcileStatusOfDeletedTAppIsNoError(t *testing.T) {
 
 func TestReconcileKillAndRestart(t *testing.T) {
 	var uid types.UID
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			o := &client.DeleteOptions{}
 			o.ApplyOptions(opts)
@@ -354,7 +354,7 @@ func TestReconcileKillAndRestart(t *testing.T) {
 }
 
 func TestReconcileScaleDown(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(4).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(4).Obj()}, interceptor.Funcs{})
 	f.kubelet()
 	f.settle(5)
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Replicas = 1 })
@@ -372,7 +372,7 @@ func TestReconcileScaleDown(t *testing.T) {
 }
 
 func TestReconcileInPlaceUpdate(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{})
 	f.kubelet()
 	f.settle(5)
 
@@ -440,7 +440,7 @@ func TestReconcileInPlaceRetriesAfterKubeletRace(t *testing.T) {
 		}
 		return c.Patch(ctx, obj, patch, opts...)
 	}}
-	f := newFixture(t, []client.Object{webApp(1).Obj()}, race)
+	f := newFixture(t, []client.Object{newApp(1).Obj()}, race)
 	f.kubelet()
 	f.settle(5)
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.Containers[0].Image = newImage })
@@ -458,7 +458,7 @@ func TestReconcileInPlaceRetriesAfterKubeletRace(t *testing.T) {
 }
 
 func TestReconcileRecreate(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(2).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(2).Obj()}, interceptor.Funcs{})
 	f.kubelet()
 	f.settle(5)
 	f.updateApp(func(a *tkestackv1.TApp) {
@@ -476,7 +476,7 @@ func TestReconcileRecreate(t *testing.T) {
 }
 
 func TestReconcilePVCs(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(2).VolumeClaim("data", "1Gi").Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(2).VolumeClaim("data", "1Gi").Obj()}, interceptor.Funcs{})
 	if got := f.pass(); got["create PersistentVolumeClaim"] != 2 || got["create Pod"] != 2 {
 		t.Errorf("writes: %v", got)
 	}
@@ -506,7 +506,7 @@ func TestReconcileNameConflict(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: testNS, Labels: map[string]string{"app": "web"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}
-	f := newFixture(t, []client.Object{webApp(2).Obj(), foreign}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(2).Obj(), foreign}, interceptor.Funcs{})
 	if got := f.pass(); got["create Pod"] != 1 {
 		t.Errorf("writes: %v", got)
 	}
@@ -528,7 +528,7 @@ func TestReconcileNameConflict(t *testing.T) {
 }
 
 func TestReconcileAdoptsOrphans(t *testing.T) {
-	app := webApp(2).Obj()
+	app := newApp(2).Obj()
 	p := NewPass(app, Options{})
 	orphan := runningPod(p, 0)
 	orphan.OwnerReferences = nil
@@ -546,7 +546,7 @@ func TestReconcileAdoptsOrphans(t *testing.T) {
 }
 
 func TestReconcilePersistsDerivedSelector(t *testing.T) {
-	app := webApp(2).Obj()
+	app := newApp(2).Obj()
 	app.Spec.Selector = nil
 	f := newFixture(t, []client.Object{app}, interceptor.Funcs{})
 	if diff := cmp.Diff(map[string]int{"patch TApp": 1}, f.pass()); diff != "" {
@@ -561,7 +561,7 @@ func TestReconcilePersistsDerivedSelector(t *testing.T) {
 }
 
 func TestReconcileForceDeletesOnLostNode(t *testing.T) {
-	app := webApp(1).ForceDeletePod(true).Obj()
+	app := newApp(1).ForceDeletePod(true).Obj()
 	pod := runningPod(NewPass(app, Options{}), 0)
 	pod.Spec.NodeName = "gone"
 	pod.DeletionTimestamp = &mt0
@@ -603,7 +603,7 @@ func apimetaFind(app *tkestackv1.TApp, typ string) metav1.Condition {
 }
 
 func TestReconcilePrunesUnusedTemplates(t *testing.T) {
-	app := webApp(2).Pool("used", tplWith(oldImage)).Pool("unused", tplWith(newImage)).
+	app := newApp(2).Pool("used", tplWith(oldImage)).Pool("unused", tplWith(newImage)).
 		InstanceTemplate("1", "used").AutoDeleteUnusedTemplate(true).Obj()
 	f := newFixture(t, []client.Object{app}, interceptor.Funcs{})
 	if diff := cmp.Diff(map[string]int{"patch TApp": 1}, f.pass()); diff != "" {
@@ -622,7 +622,7 @@ func TestReconcilePrunesUnusedTemplates(t *testing.T) {
 }
 
 func TestReconcileRequeuesForMinReadySeconds(t *testing.T) {
-	app := webApp(1).Obj()
+	app := newApp(1).Obj()
 	app.Spec.MinReadySeconds = 30
 	f := newFixture(t, []client.Object{app}, interceptor.Funcs{})
 	f.pass()
@@ -649,7 +649,7 @@ func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
 			Name: ClaimName("data", testName, 0), Namespace: testNS, Labels: map[string]string{"app": "web"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "other", Controller: new(true)}},
 		}}
-		f := newFixture(t, []client.Object{webApp(1).VolumeClaim("data", "1Gi").Obj(), other}, interceptor.Funcs{})
+		f := newFixture(t, []client.Object{newApp(1).VolumeClaim("data", "1Gi").Obj(), other}, interceptor.Funcs{})
 		res, err := f.reconcile()
 		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > claimWaitRequeueDelay {
 			t.Fatalf("result %+v, error %v; want a requeue within %s", res, err, claimWaitRequeueDelay)
@@ -659,7 +659,7 @@ func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
 		}
 	})
 	t.Run("pod name taken", func(t *testing.T) {
-		f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+		f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
 			Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
 				return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, obj.GetName())
 			},
@@ -681,7 +681,7 @@ func TestScaledClaimsStayWhileTheirPodExists(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(testName, 1), Namespace: testNS, Labels: map[string]string{"app": "elsewhere"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}
-	app := webApp(1).VolumeClaim("data", "1Gi").PVCRetention(tkestackv1.RetainPersistentVolumeClaimRetentionPolicyType,
+	app := newApp(1).VolumeClaim("data", "1Gi").PVCRetention(tkestackv1.RetainPersistentVolumeClaimRetentionPolicyType,
 		tkestackv1.DeletePersistentVolumeClaimRetentionPolicyType).Obj()
 	f := newFixture(t, []client.Object{app, claim, released}, interceptor.Funcs{})
 	f.settle(5)
@@ -699,7 +699,7 @@ func TestScaledClaimsStayWhileTheirPodExists(t *testing.T) {
 // TestReplicasOverTheBoundBlockEveryWrite: a TApp stored with more replicas than the schema allows (an older
 // CRD) gets InvalidSpec and no pod writes, and no per-instance work beyond the bound.
 func TestReplicasOverTheBoundBlockEveryWrite(t *testing.T) {
-	app := webApp(tkestackv1.MaxReplicas + 1).Obj()
+	app := newApp(tkestackv1.MaxReplicas + 1).Obj()
 	p := NewPass(app, Options{})
 	if !p.Settings.Blocked || p.Desired.Replicas != tkestackv1.MaxReplicas {
 		t.Fatalf("blocked %v, desired replicas %d; want blocked and %d", p.Settings.Blocked, p.Desired.Replicas, tkestackv1.MaxReplicas)

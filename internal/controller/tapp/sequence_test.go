@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
@@ -192,7 +193,7 @@ func with(m map[string]tkestackv1.InstanceStatus, kv ...string) map[string]tkest
 }
 
 func TestSequenceLifecycle(t *testing.T) {
-	w := newWorld(t, newApp(3).pool("test", "nginx:1.9").obj())
+	w := newWorld(t, newApp(3).Pool("test", tplWith("nginx:1.9")).Obj())
 	w.settle(8)
 	w.expect(map[string]int{"create": 3}, running("0", "1", "2"), tkestackv1.AppRunning)
 
@@ -239,7 +240,7 @@ func TestSequenceLifecycle(t *testing.T) {
 }
 
 func TestSequenceRollingUpdate(t *testing.T) {
-	w := newWorld(t, newApp(4).obj())
+	w := newWorld(t, newApp(4).Obj())
 	w.settle(8)
 	clear(w.counts)
 	w.maxUnav = 0
@@ -272,7 +273,7 @@ func TestSequenceRollingUpdate(t *testing.T) {
 }
 
 func TestSequenceRecreate(t *testing.T) {
-	w := newWorld(t, newApp(3).obj())
+	w := newWorld(t, newApp(3).Obj())
 	w.settle(8)
 	clear(w.counts)
 	w.maxUnav = 0
@@ -290,7 +291,7 @@ func TestSequenceRecreate(t *testing.T) {
 }
 
 func TestSequenceForceUpdateAllAtOnce(t *testing.T) {
-	w := newWorld(t, newApp(3).pool("test", oldImage).templates("0", "test", "1", "test", "2", "test").obj())
+	w := newWorld(t, newApp(3).Pool("test", tplWith(oldImage)).Templates(pairs("0", "test", "1", "test", "2", "test")).Obj())
 	w.settle(8)
 	clear(w.counts)
 	pool := w.app.Spec.TemplatePool["test"]
@@ -311,7 +312,7 @@ func TestSequenceForceUpdateAllAtOnce(t *testing.T) {
 }
 
 func TestSequenceBatch(t *testing.T) {
-	app := newApp(3).with(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever }).obj()
+	app := newApp(3).Mutate(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever }).Obj()
 	w := newWorld(t, app)
 	w.settle(8)
 	clear(w.counts)
@@ -339,7 +340,7 @@ func TestSequenceBatch(t *testing.T) {
 }
 
 func TestSequenceMigrateThenRecreate(t *testing.T) {
-	w := newWorld(t, newApp(2).obj()) // restartPolicy Always: finished pods migrate
+	w := newWorld(t, newApp(2).Obj()) // restartPolicy Always: finished pods migrate
 	w.settle(8)
 	clear(w.counts)
 	w.finish[0] = corev1.PodFailed
@@ -356,7 +357,7 @@ func TestSequenceMigrateThenRecreate(t *testing.T) {
 func TestSequenceLostNode(t *testing.T) {
 	for _, force := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forceDeletePod=%v", force), func(t *testing.T) {
-			w := newWorld(t, newApp(2).with(func(a *tkestackv1.TApp) { a.Spec.ForceDeletePod = force }).obj())
+			w := newWorld(t, newApp(2).Mutate(func(a *tkestackv1.TApp) { a.Spec.ForceDeletePod = force }).Obj())
 			w.settle(8)
 			clear(w.counts)
 			w.lostNode = true
@@ -374,10 +375,10 @@ func TestSequenceLostNode(t *testing.T) {
 }
 
 func TestSequenceBatchDeleteEachFinishedPod(t *testing.T) {
-	app := newApp(2).with(func(a *tkestackv1.TApp) {
+	app := newApp(2).Mutate(func(a *tkestackv1.TApp) {
 		a.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-		a.Spec.DeletePodAfterAppFinish = ptr(false)
-	}).obj()
+		a.Spec.DeletePodAfterAppFinish = ptr.To(false)
+	}).Obj()
 	w := newWorld(t, app)
 	w.settle(8)
 	clear(w.counts)
@@ -394,7 +395,7 @@ func TestSequenceBatchDeleteEachFinishedPod(t *testing.T) {
 // TestSequenceSeedRepoint: applying the seed's "different templates" manifest over the single-template one
 // changes no pod, because identical templates hash alike (§5.1).
 func TestSequenceSeedRepoint(t *testing.T) {
-	w := newWorld(t, newApp(3).obj())
+	w := newWorld(t, newApp(3).Obj())
 	w.settle(8)
 	clear(w.counts)
 	w.app.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{"test": tplWith(oldImage)}
@@ -407,7 +408,7 @@ func TestSequenceSeedRepoint(t *testing.T) {
 // TestSequenceUpstreamPods: pods written by upstream TApp (decimal hashes) are re-stamped when they run the
 // template's images, and recreated under the budget otherwise (§5.3).
 func TestSequenceUpstreamPods(t *testing.T) {
-	w := newWorld(t, newApp(2).obj())
+	w := newWorld(t, newApp(2).Obj())
 	w.settle(8)
 	clear(w.counts)
 	for id, pod := range w.pods {

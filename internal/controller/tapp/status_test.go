@@ -11,13 +11,15 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/testutil"
 )
 
 func TestSummarize(t *testing.T) {
 	tests := map[string]struct {
-		app  *appBuilder
+		app  *testutil.TAppWrapper
 		pods func(p *Pass) Pods
 		exp  map[int]bool
 		want Summary
@@ -36,7 +38,7 @@ func TestSummarize(t *testing.T) {
 			want: Summary{D: 5, Updated: 1, Available: 2, Missing: 1, Outdated: 1, InProgress: 1, AwaitingDeletion: 2},
 		},
 		"finished instances are not missing; migrating pods await deletion": {
-			app: newApp(3).prev(tkestackv1.AppRunning, "0", "Succ"),
+			app: newApp(3).StatusStatuses(tkestackv1.AppRunning, statuses("0", "Succ")),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 1, phase(corev1.PodSucceeded)), runningPod(p, 2))
 			},
@@ -49,19 +51,19 @@ func TestSummarize(t *testing.T) {
 			want: Summary{D: 1, Updated: 1},
 		},
 		"minReadySeconds wait": {
-			app:  newApp(1).with(func(a *tkestackv1.TApp) { a.Spec.MinReadySeconds = 30 }),
+			app:  newApp(1).Mutate(func(a *tkestackv1.TApp) { a.Spec.MinReadySeconds = 30 }),
 			pods: func(p *Pass) Pods { return podsOf(runningPod(p, 0)) },
 			want: Summary{D: 1, Updated: 1, RequeueAfter: 20 * time.Second},
 		},
 		"unresolvable template: neither updated nor outdated": {
-			app:  newApp(1).templates("0", "missing"),
+			app:  newApp(1).Templates(pairs("0", "missing")),
 			pods: func(p *Pass) Pods { return podsOf(runningPod(p, 0)) },
 			want: Summary{D: 1, Available: 1},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := tc.app.pass()
+			p := passOf(tc.app)
 			got := p.Summarize(Observation{Pods: tc.pods(p), Expecting: tc.exp, Now: t0.Add(10 * time.Second)})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
@@ -80,7 +82,7 @@ func condSummary(conds []metav1.Condition) map[string]string {
 
 func TestConditions(t *testing.T) {
 	tests := map[string]struct {
-		app    *appBuilder
+		app    *testutil.TAppWrapper
 		sum    Summary
 		issues []Issue
 		want   map[string]string
@@ -102,15 +104,15 @@ func TestConditions(t *testing.T) {
 			want: map[string]string{"Available": "False/MinimumReplicasUnavailable", "Progressing": "True/RolloutInProgress", "ReplicaFailure": "False/NoFailures"},
 		},
 		"percent budget": {
-			app: newApp(4).budgets(pctBudget("50%"), nil), sum: Summary{D: 4, Available: 2, InProgress: 2},
+			app: newApp(4).MaxUnavailable(intstr.FromString("50%")), sum: Summary{D: 4, Available: 2, InProgress: 2},
 			want: map[string]string{"Available": "True/MinimumReplicasAvailable", "Progressing": "True/RolloutInProgress", "ReplicaFailure": "False/NoFailures"},
 		},
 		"paused with outdated pods": {
-			app: newApp(2).with(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Paused = true }), sum: Summary{D: 2, Available: 2, Outdated: 2},
+			app: newApp(2).Mutate(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Paused = true }), sum: Summary{D: 2, Available: 2, Outdated: 2},
 			want: map[string]string{"Available": "True/MinimumReplicasAvailable", "Progressing": "False/Paused", "ReplicaFailure": "False/NoFailures"},
 		},
 		"paused but creating": {
-			app: newApp(2).with(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Paused = true }), sum: Summary{D: 2, Available: 1, Outdated: 1, Missing: 1},
+			app: newApp(2).Mutate(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Paused = true }), sum: Summary{D: 2, Available: 1, Outdated: 1, Missing: 1},
 			want: map[string]string{"Available": "True/MinimumReplicasAvailable", "Progressing": "True/RolloutInProgress", "ReplicaFailure": "False/NoFailures"},
 		},
 		"awaiting deletion": {
@@ -125,7 +127,7 @@ func TestConditions(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := tc.app.pass()
+			p := passOf(tc.app)
 			conds := p.Conditions(tc.sum, tc.issues, t0)
 			if diff := cmp.Diff(tc.want, condSummary(conds)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
@@ -141,12 +143,12 @@ func TestConditions(t *testing.T) {
 
 func TestConditionTransitionTimes(t *testing.T) {
 	b := newApp(1)
-	p := b.pass()
+	p := passOf(b)
 	first := p.Conditions(Summary{D: 1, Available: 1}, nil, t0)
 	other := metav1.Condition{Type: "Custom", Status: metav1.ConditionTrue, Reason: "X", LastTransitionTime: mt0}
-	b.app.Status.Conditions = append(slices.Clone(first), other)
+	b.Status.Conditions = append(slices.Clone(first), other)
 	later := t0.Add(time.Hour)
-	again := b.pass().Conditions(Summary{D: 2, Available: 0, Missing: 2}, nil, later)
+	again := passOf(b).Conditions(Summary{D: 2, Available: 0, Missing: 2}, nil, later)
 	times := map[string]time.Time{}
 	for _, c := range again {
 		times[c.Type] = c.LastTransitionTime.Time
@@ -194,9 +196,9 @@ func TestSummarizeIssues(t *testing.T) {
 
 // TestStatus: the whole status from a post-action view.
 func TestStatus(t *testing.T) {
-	b := newApp(4).killed("3").prev(tkestackv1.AppRunning, "3", "Running")
-	b.app.Generation = 7
-	p := b.pass()
+	b := newApp(4).Killed("3").StatusStatuses(tkestackv1.AppRunning, statuses("3", "Running"))
+	b.TApp.Generation = 7
+	p := passOf(b)
 	view := Observation{Now: t0, Pods: podsOf(
 		runningPod(p, 0),
 		runningPod(p, 1, updating),
@@ -225,7 +227,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 
-	empty, _ := newApp(0).pass().Status(Observation{Now: t0}, nil)
+	empty, _ := passOf(newApp(0)).Status(Observation{Now: t0}, nil)
 	if empty.AppStatus != tkestackv1.AppPending || empty.Statuses != nil || empty.Replicas != 0 {
 		t.Errorf("replicas 0: %+v", empty)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
@@ -56,28 +57,28 @@ func TestSettings(t *testing.T) {
 		wantIssues []string // subjects
 	}{
 		"defaults": {
-			app: newApp(1).obj(),
+			app: newApp(1).Obj(),
 			want: Settings{DefaultTemplateName: "default", RollingTemplateName: "default",
 				MaxUnavailable: intstr.FromInt32(1), ForceMaxUnavailable: intstr.FromString("100%"),
 				DeletePodAfterAppFinish: true, Retention: tkestackv1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: "Delete", WhenScaled: "Retain"}},
 		},
 		"capitalised alias wins, rolling follows default": {
-			app: newApp(1).pool("t4", oldImage).with(func(a *tkestackv1.TApp) {
+			app: newApp(1).Pool("t4", tplWith(oldImage)).Mutate(func(a *tkestackv1.TApp) {
 				a.Spec.DefaultTemplateName, a.Spec.DefaultTemplateNameCompat = "x", "t4"
-			}).obj(),
+			}).Obj(),
 			want: Settings{DefaultTemplateName: "t4", RollingTemplateName: "t4",
 				MaxUnavailable: intstr.FromInt32(1), ForceMaxUnavailable: intstr.FromString("100%"),
 				DeletePodAfterAppFinish: true, Retention: tkestackv1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: "Delete", WhenScaled: "Retain"}},
 		},
 		"explicit values and invalid budgets": {
-			app: newApp(1).budgets(intBudget(0), pctBudget("5")).with(func(a *tkestackv1.TApp) {
+			app: newApp(1).MaxUnavailable(intstr.FromInt32(0)).ForceMaxUnavailable(intstr.FromString("5")).Mutate(func(a *tkestackv1.TApp) {
 				a.Spec.UpdateStrategy.Template, a.Spec.UpdateStrategy.Paused = "roll", true
-				a.Spec.DeletePodAfterAppFinish = ptr(false)
+				a.Spec.DeletePodAfterAppFinish = ptr.To(false)
 				a.Spec.MinReadySeconds = -3
 				a.Spec.PersistentVolumeClaimRetentionPolicy = &tkestackv1.PersistentVolumeClaimRetentionPolicy{WhenScaled: "Delete"}
 				a.Spec.Statuses = map[string]tkestackv1.InstanceStatus{"0": "Killed", "01": "Killed", "2": "Bogus", "3": "Running"}
 				a.Spec.Templates = map[string]string{"-1": "x"}
-			}).obj(),
+			}).Obj(),
 			want: Settings{DefaultTemplateName: "default", RollingTemplateName: "roll", Paused: true,
 				MaxUnavailable: intstr.FromInt32(1), ForceMaxUnavailable: intstr.FromString("100%"),
 				Retention: tkestackv1.PersistentVolumeClaimRetentionPolicy{WhenDeleted: "Delete", WhenScaled: "Delete"},
@@ -117,44 +118,44 @@ func TestSelector(t *testing.T) {
 		scaleString string
 	}{
 		"explicit": {
-			app: newApp(1).with(func(a *tkestackv1.TApp) {
+			app: newApp(1).Mutate(func(a *tkestackv1.TApp) {
 				a.Spec.Template.Labels["tier"] = "x"
 				a.Spec.Selector.MatchLabels["tier"] = "x"
-			}).obj(),
+			}).Obj(),
 			wantSel:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "tier": "x"}},
 			scaleString: "app=web,tier=x",
 		},
 		"derived without instance and hash labels": {
-			app: newApp(1).with(func(a *tkestackv1.TApp) {
+			app: newApp(1).Mutate(func(a *tkestackv1.TApp) {
 				a.Spec.Selector = nil
 				a.Spec.Template.Labels[tkestackv1.TAppInstanceKey] = "1"
 				a.Spec.Template.Labels[tkestackv1.TAppHashKey] = "h"
 				a.Spec.Template.Labels[tkestackv1.TAppUniqHashKey] = "u"
-			}).obj(),
+			}).Obj(),
 			wantSel: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, derived: true, scaleString: "app=web",
 		},
 		"nil and unlabelled template": {
-			app:     newApp(1).with(func(a *tkestackv1.TApp) { a.Spec.Selector, a.Spec.Template.Labels = nil, nil }).obj(),
+			app:     newApp(1).Mutate(func(a *tkestackv1.TApp) { a.Spec.Selector, a.Spec.Template.Labels = nil, nil }).Obj(),
 			blocked: true,
 		},
 		"matches only a pool template": {
-			app: newApp(1).pool("p", oldImage).with(func(a *tkestackv1.TApp) {
+			app: newApp(1).Pool("p", tplWith(oldImage)).Mutate(func(a *tkestackv1.TApp) {
 				a.Spec.Template.Labels = map[string]string{"app": "other"}
-			}).obj(),
+			}).Obj(),
 			wantSel: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, scaleString: "app=web",
 		},
 		"matches no template": {
-			app:     newApp(1).with(func(a *tkestackv1.TApp) { a.Spec.Selector.MatchLabels["app"] = "other" }).obj(),
+			app:     newApp(1).Mutate(func(a *tkestackv1.TApp) { a.Spec.Selector.MatchLabels["app"] = "other" }).Obj(),
 			blocked: true,
 		},
 		"empty": {
-			app:     newApp(1).with(func(a *tkestackv1.TApp) { a.Spec.Selector = &metav1.LabelSelector{} }).obj(),
+			app:     newApp(1).Mutate(func(a *tkestackv1.TApp) { a.Spec.Selector = &metav1.LabelSelector{} }).Obj(),
 			blocked: true,
 		},
 		"invalid operator": {
-			app: newApp(1).with(func(a *tkestackv1.TApp) {
+			app: newApp(1).Mutate(func(a *tkestackv1.TApp) {
 				a.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}
-			}).obj(),
+			}).Obj(),
 			blocked: true,
 		},
 	}
@@ -183,9 +184,9 @@ func TestSelector(t *testing.T) {
 }
 
 func TestTemplateResolution(t *testing.T) {
-	p := newApp(6).pool("test", newImage).pool("default", "ignored:1").pool("roll", newImage).
-		templates("1", "test", "2", "missing", "3", "default", "4", "roll").
-		with(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Template = "roll" }).pass()
+	p := passOf(newApp(6).Pool("test", tplWith(newImage)).Pool("default", tplWith("ignored:1")).Pool("roll", tplWith(newImage)).
+		Templates(pairs("1", "test", "2", "missing", "3", "default", "4", "roll")).
+		Mutate(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Template = "roll" }))
 	type res struct {
 		Name     string
 		Resolved bool
@@ -219,8 +220,8 @@ func TestTemplateResolution(t *testing.T) {
 }
 
 func TestUnusedTemplates(t *testing.T) {
-	seed := newApp(3).pool("test1", "nginx:1.7.9").pool("test2", "nginx:1.7.8").pool("test3", "nginx:1.7.7").
-		pool("test4", "nginx:1.7.7").templates("1", "test1").with(func(a *tkestackv1.TApp) {
+	seed := newApp(3).Pool("test1", tplWith("nginx:1.7.9")).Pool("test2", tplWith("nginx:1.7.8")).Pool("test3", tplWith("nginx:1.7.7")).
+		Pool("test4", tplWith("nginx:1.7.7")).Templates(pairs("1", "test1")).Mutate(func(a *tkestackv1.TApp) {
 		a.Spec.UpdateStrategy.Template = "test3"
 		a.Spec.DefaultTemplateNameCompat = "test4"
 	})
@@ -228,19 +229,19 @@ func TestUnusedTemplates(t *testing.T) {
 		app  *tkestackv1.TApp
 		want []string
 	}{
-		"seed example": {app: seed.obj(), want: []string{"test2"}},
+		"seed example": {app: seed.Obj(), want: []string{"test2"}},
 		"pool default is removed unless referenced": {
-			app:  newApp(1).pool("default", oldImage).pool("x", oldImage).templates("7", "x").obj(),
+			app:  newApp(1).Pool("default", tplWith(oldImage)).Pool("x", tplWith(oldImage)).Templates(pairs("7", "x")).Obj(),
 			want: []string{"default"},
 		},
 		"ids above replicas keep templates": {
-			app: newApp(1).pool("x", oldImage).templates("99", "x").obj(),
+			app: newApp(1).Pool("x", tplWith(oldImage)).Templates(pairs("99", "x")).Obj(),
 		},
 		"defaultTemplateName keeps": {
-			app:  newApp(1).pool("x", oldImage).pool("y", oldImage).with(func(a *tkestackv1.TApp) { a.Spec.DefaultTemplateName = "y" }).obj(),
+			app:  newApp(1).Pool("x", tplWith(oldImage)).Pool("y", tplWith(oldImage)).Mutate(func(a *tkestackv1.TApp) { a.Spec.DefaultTemplateName = "y" }).Obj(),
 			want: []string{"x"},
 		},
-		"no pool": {app: newApp(1).obj()},
+		"no pool": {app: newApp(1).Obj()},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
