@@ -1,9 +1,7 @@
 package tapp
 
 import (
-	"fmt"
-	"slices"
-	"strings"
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
@@ -20,9 +18,6 @@ const (
 	actionReconcile = "Reconcile"
 	actionPrune     = "PruneTemplates"
 )
-
-// maxIssuesPerEvent bounds the issues one Warning event lists.
-const maxIssuesPerEvent = 10
 
 // actionFor returns the event action of a ReplicaFailure reason.
 func actionFor(reason string) string {
@@ -44,8 +39,8 @@ func actionFor(reason string) string {
 // status is nil for a pass that wrote no status.
 func (r *Reconciler) emitEvents(rn *run, status *tkestackv1.TAppStatus) {
 	if status != nil && replicaFailureChanged(&rn.app.Status, status) {
-		for _, w := range issueWarnings(rn.planIssues) {
-			rn.events.Warning(w.reason, actionReconcile, nil, "%s", w.note)
+		for _, w := range core.IssueWarnings(rn.planIssues) {
+			rn.events.Warning(w.Reason, actionReconcile, nil, "%s", w.Note)
 		}
 	}
 	rn.events.Emit(r.cfg.Recorder, rn.app)
@@ -64,34 +59,3 @@ func replicaFailureChanged(old, now *tkestackv1.TAppStatus) bool {
 		return o.Status != n.Status || o.Reason != n.Reason || o.Message != n.Message
 	}
 }
-
-// issueWarnings groups issues into one Warning per reason, in the precedence order of ReplicaFailure.
-func issueWarnings(issues []Issue) []issueWarning {
-	byReason := map[string][]string{}
-	for _, is := range issues {
-		byReason[is.Reason] = append(byReason[is.Reason], is.Message)
-	}
-	reasons := make([]string, 0, len(byReason))
-	for reason := range byReason {
-		reasons = append(reasons, reason)
-	}
-	slices.SortFunc(reasons, func(a, b string) int {
-		if d := issueRank(a) - issueRank(b); d != 0 {
-			return d
-		}
-		return strings.Compare(a, b)
-	})
-	out := make([]issueWarning, 0, len(reasons))
-	for _, reason := range reasons {
-		msgs := slices.Compact(slices.Sorted(slices.Values(byReason[reason])))
-		note := strings.Join(msgs[:min(len(msgs), maxIssuesPerEvent)], "; ")
-		if len(msgs) > maxIssuesPerEvent {
-			note += fmt.Sprintf("; and %d more", len(msgs)-maxIssuesPerEvent)
-		}
-		out = append(out, issueWarning{reason: reason, note: truncateMessage(note)})
-	}
-	return out
-}
-
-// issueWarning is the Warning event of the plan issues of one reason.
-type issueWarning struct{ reason, note string }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,13 +23,13 @@ import (
 // (§6.4). A write that turns the gate True after an in-place update completes it.
 func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
 	gates := rn.plan.GateWrites()
-	results := kit.Run(ctx, r.writes(), gates, func(ctx context.Context, a InstanceAction) (*corev1.Pod, error) {
+	results := kit.Run(ctx, r.writes(), gates, func(ctx context.Context, a core.InstanceAction) (*corev1.Pod, error) {
 		return r.writeGate(ctx, a.Pod, a.Gate.Status, rn.now)
 	})
 	for i, a := range gates {
 		res := results[i]
 		if res.Err != nil {
-			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), a.Pod, res.Err)
+			rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), a.Pod, res.Err)
 			continue
 		}
 		rn.view[a.ID] = res.Out
@@ -41,7 +43,7 @@ func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
 // completeInPlaceUpdate reports the end of an in-place update: event and duration metric (§15).
 func (r *Reconciler) completeInPlaceUpdate(rn *run, pod *corev1.Pod) {
 	msg := "In-place update of pod " + pod.Name + " completed"
-	if rec, ok := RecordOf(pod); ok && !rec.StartTime.IsZero() {
+	if rec, ok := core.RecordOf(pod); ok && !rec.StartTime.IsZero() {
 		d := rn.now.Sub(rec.StartTime.Time)
 		inPlaceUpdateDuration.Observe(max(d, 0).Seconds())
 		msg += " after " + d.Round(time.Second).String()
@@ -53,20 +55,20 @@ func (r *Reconciler) completeInPlaceUpdate(rn *run, pod *corev1.Pod) {
 // and force deletes (§12), all with a UID precondition.
 func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
 	dels := rn.plan.Deletes()
-	results := kit.Run(ctx, r.writes(), dels, func(ctx context.Context, a InstanceAction) (struct{}, error) {
-		return struct{}{}, r.deletePod(ctx, a.Pod, a.Action == ActionForceDelete)
+	results := kit.Run(ctx, r.writes(), dels, func(ctx context.Context, a core.InstanceAction) (struct{}, error) {
+		return struct{}{}, r.deletePod(ctx, a.Pod, a.Action == core.ActionForceDelete)
 	})
 	for i, a := range dels {
-		force := a.Action == ActionForceDelete
+		force := a.Action == core.ActionForceDelete
 		if err := results[i].Err; err != nil && !apierrors.IsNotFound(err) {
-			rn.fail(tkestackv1.ReasonFailedDelete, FormatID(a.ID), a.Pod, err)
+			rn.fail(tkestackv1.ReasonFailedDelete, core.FormatID(a.ID), a.Pod, err)
 			continue
 		}
 		x := &expectation{kind: expectDelete, uid: a.Pod.UID, graceful: !force}
 		if force || results[i].Err != nil {
 			delete(rn.view, a.ID)
 		} else {
-			x.pod = AfterGracefulDelete(rn.view[a.ID], rn.now)
+			x.pod = core.AfterGracefulDelete(rn.view[a.ID], rn.now)
 			rn.view[a.ID] = x.pod
 		}
 		r.expect(rn, a.ID, x)
@@ -82,15 +84,15 @@ func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
 }
 
 // deleteWhy says why a pod was deleted, for the event.
-func deleteWhy(rn *run, a InstanceAction) string {
+func deleteWhy(rn *run, a core.InstanceAction) string {
 	switch {
-	case a.Action == ActionRecreate:
+	case a.Action == core.ActionRecreate:
 		return "recreated with its new template"
-	case a.Class == ClassOutOfRange:
+	case a.Class == core.ClassOutOfRange:
 		return "scaled down"
-	case a.Class == ClassCompleted && rn.pass.Settings.Killed[a.ID]:
+	case a.Class == core.ClassCompleted && rn.pass.Settings.Killed[a.ID]:
 		return "killed"
-	case a.Class == ClassCompleted:
+	case a.Class == core.ClassCompleted:
 		return "instance finished"
 	default:
 		return "pod finished and migrates"
@@ -115,7 +117,7 @@ type createOutcome struct {
 func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 	creates := rn.plan.Creates()
 	exec := kit.Executor{Max: r.cfg.PodWriteConcurrency, SlowStart: true, Tolerate: kit.TolerateAlreadyExists}
-	results := kit.Run(ctx, exec, creates, func(ctx context.Context, a InstanceAction) (createOutcome, error) {
+	results := kit.Run(ctx, exec, creates, func(ctx context.Context, a core.InstanceAction) (createOutcome, error) {
 		return r.createInstance(ctx, rn, a)
 	})
 	terminating := 0
@@ -135,13 +137,13 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 			// (no issue, Warning, error or retry with backoff).
 			terminating++
 		case res.Err != nil:
-			rn.fail(tkestackv1.ReasonFailedCreate, FormatID(a.ID), a.Desired, res.Err)
+			rn.fail(tkestackv1.ReasonFailedCreate, core.FormatID(a.ID), a.Desired, res.Err)
 		case out.claimWait != "":
 			rn.out.RequeueAfter(claimWaitRequeueDelay)
 		case out.claimConflict != "":
 			// PVCs are not watched: the conflict ends without an event when the other owner's PVC goes.
 			rn.out.RequeueAfter(claimWaitRequeueDelay)
-			rn.planIssues = append(rn.planIssues, idIssue(tkestackv1.ReasonFailedCreate, a.ID,
+			rn.planIssues = append(rn.planIssues, core.IDIssue(tkestackv1.ReasonFailedCreate, a.ID,
 				"instance %d: PVC %s is controlled by another owner", a.ID, out.claimConflict))
 		case out.exists:
 			// The cache has not shown the pod of that name yet; when it is foreign, its events may not map to
@@ -158,38 +160,38 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 
 // recordCreate puts a created pod into the view, records its expectation and event, and reports a failed
 // gate write.
-func (r *Reconciler) recordCreate(rn *run, a InstanceAction, out createOutcome) {
+func (r *Reconciler) recordCreate(rn *run, a core.InstanceAction, out createOutcome) {
 	latest := out.created
-	view := AfterCreate(latest)
+	view := core.AfterCreate(latest)
 	if out.gated != nil {
 		latest = out.gated
-		view = WithGate(AfterCreate(latest), corev1.ConditionTrue, rn.now)
+		view = core.WithGate(core.AfterCreate(latest), corev1.ConditionTrue, rn.now)
 	}
 	rn.view[a.ID] = view
 	r.expect(rn, a.ID, &expectation{kind: expectCreate, uid: latest.UID, rv: latest.ResourceVersion, pod: view})
 	rn.events.Normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, out.created, "Created pod %s", out.created.Name)
 	if out.gateErr != nil {
-		rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), out.created, out.gateErr)
+		rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), out.created, out.gateErr)
 	}
 }
 
 // createInstance creates the PVCs and the pod of one instance and writes its gate True. The error is a
 // failed create (PVC or pod); a failed gate write is in the outcome.
-func (r *Reconciler) createInstance(ctx context.Context, rn *run, a InstanceAction) (createOutcome, error) {
+func (r *Reconciler) createInstance(ctx context.Context, rn *run, a core.InstanceAction) (createOutcome, error) {
 	var out createOutcome
-	for _, claim := range DesiredClaims(rn.app, a.ID, &rn.pass.Settings) {
+	for _, claim := range core.DesiredClaims(rn.app, a.ID, &rn.pass.Settings) {
 		existing, err := r.cachedClaim(ctx, claim)
 		if err != nil {
 			return out, err
 		}
-		switch CheckClaim(rn.app, existing) {
-		case ClaimTerminating:
+		switch core.CheckClaim(rn.app, existing) {
+		case core.ClaimTerminating:
 			out.claimWait = claim.Name
 			return out, nil
-		case ClaimConflict:
+		case core.ClaimConflict:
 			out.claimConflict = claim.Name
 			return out, nil
-		case ClaimMissing:
+		case core.ClaimMissing:
 			err := r.cfg.Client.Create(ctx, claim)
 			switch {
 			case apierrors.IsAlreadyExists(err):
@@ -219,7 +221,7 @@ func (r *Reconciler) createInstance(ctx context.Context, rn *run, a InstanceActi
 // gate went False, the gated pod.
 type updateOutcome struct {
 	pod, gated *corev1.Pod
-	changes    []ContainerChange
+	changes    []core.ContainerChange
 }
 
 // updatePods is step 4 of §6.3: the scheduled updates in ascending id: re-stamps and metadata-only patches
@@ -241,7 +243,7 @@ func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
 				rn.view[a.ID] = g
 				r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: g.UID, rv: g.ResourceVersion, pod: g})
 			}
-			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), bases[i], res.Err)
+			rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), bases[i], res.Err)
 			continue
 		}
 		pod := res.Out.pod
@@ -257,13 +259,13 @@ func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
 
 // updateInstance patches one pod. An in-place image update first writes the gate False, then patches the
 // pod computed from the object that write returned, guarded by its resourceVersion (§6.4).
-func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a InstanceAction, base *corev1.Pod) (updateOutcome, error) {
+func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a core.InstanceAction, base *corev1.Pod) (updateOutcome, error) {
 	switch {
-	case a.Action == ActionRestamp:
-		pod, err := r.patchPod(ctx, base, Restamp(base, a.Template))
+	case a.Action == core.ActionRestamp:
+		pod, err := r.patchPod(ctx, base, core.Restamp(base, a.Template))
 		return updateOutcome{pod: pod}, err
 	case !a.InPlace:
-		merged, _ := MergePod(base, a.Desired)
+		merged, _ := core.MergePod(base, a.Desired)
 		pod, err := r.patchPod(ctx, base, merged)
 		return updateOutcome{pod: pod}, err
 	}
@@ -272,7 +274,7 @@ func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a InstanceActi
 		return updateOutcome{}, err
 	}
 	for attempt := 1; ; attempt++ {
-		patched, changes, err := StartInPlaceUpdate(gated, a.Desired, rn.now)
+		patched, changes, err := core.StartInPlaceUpdate(gated, a.Desired, rn.now)
 		if err != nil {
 			return updateOutcome{gated: gated}, fmt.Errorf("computing the in-place update of pod %s: %w", base.Name, err)
 		}
@@ -302,13 +304,13 @@ const inPlaceAttempts = 3
 
 // gateStatus returns the status of the pod's gate condition, or "" when it has none.
 func gateStatus(pod *corev1.Pod) corev1.ConditionStatus {
-	if c := GateCondition(pod); c != nil {
+	if c := core.GateCondition(pod); c != nil {
 		return c.Status
 	}
 	return ""
 }
 
-func changeList(changes []ContainerChange) string {
+func changeList(changes []core.ContainerChange) string {
 	parts := make([]string, len(changes))
 	for i, c := range changes {
 		parts[i] = c.Name + "=" + c.Image
@@ -322,7 +324,7 @@ func changeList(changes []ContainerChange) string {
 func (r *Reconciler) writeGate(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, now time.Time) (*corev1.Pod, error) {
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID},
-		"status":   map[string]any{"conditions": []corev1.PodCondition{NewGateCondition(status, now)}},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{core.NewGateCondition(status, now)}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the gate of pod %s: %w", pod.Name, err)

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -110,7 +112,7 @@ func (e *expectations) expect(key types.NamespacedName, appUID types.UID, id int
 
 // pending checks the expectations of a TApp against the cached pods: satisfied and expired ones are
 // dropped; the others are returned by id.
-func (e *expectations) pending(key types.NamespacedName, appUID types.UID, cached Pods, now time.Time) map[int]*expectation {
+func (e *expectations) pending(key types.NamespacedName, appUID types.UID, cached core.Pods, now time.Time) map[int]*expectation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a := e.of(key, appUID)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -61,7 +63,7 @@ func tappNameOfPodName(podName string) (string, bool) {
 	if i <= 0 {
 		return "", false
 	}
-	if _, ok := ParseID(podName[i+1:]); !ok {
+	if _, ok := core.ParseID(podName[i+1:]); !ok {
 		return "", false
 	}
 	return podName[:i], true

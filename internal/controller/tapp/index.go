@@ -3,6 +3,8 @@ package tapp
 import (
 	"strings"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -66,7 +68,7 @@ func orphanTAppName(pod metav1.Object) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if _, ok := ParseID(key); !ok {
+	if _, ok := core.ParseID(key); !ok {
 		return "", false
 	}
 	name, found := strings.CutSuffix(pod.GetName(), "-"+key)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,7 @@ import (
 // other owners and the nodes of terminating pods (§12). An error means the pass cannot know what exists: it
 // stops before any pod write and before the status.
 func (r *Reconciler) observe(ctx context.Context, rn *run, controlled []*corev1.Pod) error {
-	cls := ClassifyPods(rn.app, controlled)
+	cls := core.ClassifyPods(rn.app, controlled)
 
 	pods := cls.Pods
 	expecting := map[int]bool{}
@@ -40,7 +42,7 @@ func (r *Reconciler) observe(ctx context.Context, rn *run, controlled []*corev1.
 	if err != nil {
 		return err
 	}
-	rn.obs = Observation{Pods: pods, Malformed: cls.Malformed, NameTaken: taken, Expecting: expecting, Nodes: nodes, Now: rn.now}
+	rn.obs = core.Observation{Pods: pods, Malformed: cls.Malformed, NameTaken: taken, Expecting: expecting, Nodes: nodes, Now: rn.now}
 	rn.view = pods.Clone()
 	return nil
 }
@@ -84,7 +86,7 @@ func (r *Reconciler) releasePods(ctx context.Context, rn *run, owned []*corev1.P
 	}
 	var keep, release []*corev1.Pod
 	for _, pod := range owned {
-		if ShouldRelease(rn.app, sel, pod) {
+		if core.ShouldRelease(rn.app, sel, pod) {
 			release = append(release, pod)
 		} else {
 			keep = append(keep, pod)
@@ -120,7 +122,7 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, rn *run) ([]*corev1.Pod, 
 	}
 	var orphans []*corev1.Pod
 	for i := range list.Items {
-		if CanAdopt(rn.app, sel, &list.Items[i]) {
+		if core.CanAdopt(rn.app, sel, &list.Items[i]) {
 			orphans = append(orphans, &list.Items[i])
 		}
 	}
@@ -137,7 +139,7 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, rn *run) ([]*corev1.Pod, 
 		return nil, nil
 	}
 	results := kit.Run(ctx, r.writes(), orphans, func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-		refs := append(slices.Clone(pod.OwnerReferences), OwnerReference(rn.app))
+		refs := append(slices.Clone(pod.OwnerReferences), core.OwnerReference(rn.app))
 		return r.patchOwnerRefs(ctx, pod, refs)
 	})
 	var adopted []*corev1.Pod
@@ -165,7 +167,7 @@ func (r *Reconciler) patchOwnerRefs(ctx context.Context, pod *corev1.Pod, refs [
 // namesTaken adds to the ids whose name a malformed owned pod holds the desired-running ids without a pod
 // whose name <tapp>-<id> is held in the cache by a pod of another owner or an orphan that was not adopted
 // (§14). Ids with a pending expectation are skipped; nothing is looked up when no pod may be created.
-func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods Pods, taken, expecting map[int]bool) (map[int]bool, error) {
+func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods core.Pods, taken, expecting map[int]bool) (map[int]bool, error) {
 	if rn.pass.Settings.Blocked || rn.pass.Settings.Deleting {
 		return taken, nil
 	}
@@ -174,11 +176,11 @@ func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods Pods, taken, 
 			continue
 		}
 		pod := &corev1.Pod{}
-		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: PodName(rn.app.Name, id)}, pod)
+		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: core.PodName(rn.app.Name, id)}, pod)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, fmt.Errorf("looking up pod %s: %w", PodName(rn.app.Name, id), err)
+			return nil, fmt.Errorf("looking up pod %s: %w", core.PodName(rn.app.Name, id), err)
 		default:
 			taken[id] = true
 		}
@@ -188,7 +190,7 @@ func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods Pods, taken, 
 
 // nodesOf returns the cached nodes of the TApp's terminating pods, which decide force deletion (§12). Only
 // looked up when spec.forceDeletePod is set: otherwise they decide nothing.
-func (r *Reconciler) nodesOf(ctx context.Context, app *tkestackv1.TApp, pods Pods) (map[string]*corev1.Node, error) {
+func (r *Reconciler) nodesOf(ctx context.Context, app *tkestackv1.TApp, pods core.Pods) (map[string]*corev1.Node, error) {
 	nodes := map[string]*corev1.Node{}
 	if !app.Spec.ForceDeletePod {
 		return nodes, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,7 +53,7 @@ func (r *Reconciler) retainClaims(ctx context.Context, rn *run) {
 func (r *Reconciler) fixClaimOwners(ctx context.Context, rn *run, pvcs []*corev1.PersistentVolumeClaim) {
 	var base, fixed []*corev1.PersistentVolumeClaim
 	for _, pvc := range pvcs {
-		if out, ok := ClaimOwnerFix(rn.app, &rn.pass.Settings, pvc); ok {
+		if out, ok := core.ClaimOwnerFix(rn.app, &rn.pass.Settings, pvc); ok {
 			base, fixed = append(base, pvc), append(fixed, out)
 		}
 	}
@@ -82,7 +84,7 @@ func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*co
 	for id := range rn.written {
 		expecting[id] = true
 	}
-	doomed := r.withoutLivePods(ctx, rn, ScaledClaimsToDelete(rn.app, &rn.pass.Settings, pvcs, rn.view, expecting))
+	doomed := r.withoutLivePods(ctx, rn, core.ScaledClaimsToDelete(rn.app, &rn.pass.Settings, pvcs, rn.view, expecting))
 	results := kit.Run(ctx, r.writes(), doomed, func(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (struct{}, error) {
 		err := r.cfg.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -106,12 +108,12 @@ func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*co
 func (r *Reconciler) withoutLivePods(ctx context.Context, rn *run, claims []*corev1.PersistentVolumeClaim) []*corev1.PersistentVolumeClaim {
 	out := claims[:0:0]
 	for _, pvc := range claims {
-		id, ok := managedClaim(rn.app, &rn.pass.Settings, pvc)
+		id, ok := core.ManagedClaim(rn.app, &rn.pass.Settings, pvc)
 		if !ok {
 			continue
 		}
 		pod := &corev1.Pod{}
-		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: PodName(rn.app.Name, id)}, pod)
+		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: core.PodName(rn.app.Name, id)}, pod)
 		if apierrors.IsNotFound(err) {
 			out = append(out, pvc)
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,17 +79,17 @@ func NewReconciler(cfg Config) *Reconciler {
 type run struct {
 	key  types.NamespacedName
 	app  *tkestackv1.TApp
-	pass *Pass
+	pass *core.Pass
 	now  time.Time
-	obs  Observation
-	plan *Plan
+	obs  core.Observation
+	plan *core.Plan
 	// view is the post-action view: the observed pods with this pass's successful writes applied.
-	view Pods
+	view core.Pods
 	// written holds the ids whose pod this pass wrote (for the PVC retention of §10).
 	written map[int]bool
 	// planIssues are the plan's issues; issues the failed writes and claim conflicts of the pass.
-	planIssues []Issue
-	issues     []Issue
+	planIssues []core.Issue
+	issues     []core.Issue
 	// out is the outcome of the pass: errors, lost races and requeue delays.
 	out kit.Outcome
 	// conflict: a write lost a race or a create found the name taken; the cache is behind (requeue soon).
@@ -145,7 +147,7 @@ func (r *Reconciler) newRun(key types.NamespacedName, app *tkestackv1.TApp) *run
 	return &run{
 		key:     key,
 		app:     app,
-		pass:    NewPass(app, Options{DeletePodAfterAppFinish: r.cfg.DeletePodAfterAppFinish}),
+		pass:    core.NewPass(app, core.Options{DeletePodAfterAppFinish: r.cfg.DeletePodAfterAppFinish}),
 		now:     r.cfg.Now(),
 		written: map[int]bool{},
 	}
@@ -189,8 +191,8 @@ func logPlan(ctx context.Context, rn *run) {
 
 // postActionView returns the view the status is derived from (§15). Ids that were pending before the pass
 // stay unavailable; the effects of this pass's writes are in the view itself.
-func (rn *run) postActionView() Observation {
-	return Observation{Pods: rn.view, Expecting: rn.obs.Expecting, Nodes: rn.obs.Nodes, Now: rn.now}
+func (rn *run) postActionView() core.Observation {
+	return core.Observation{Pods: rn.view, Expecting: rn.obs.Expecting, Nodes: rn.obs.Nodes, Now: rn.now}
 }
 
 // fail records a failed write about a subject (an instance id, a pod or PVC name): an issue for ReplicaFailure, a Warning event (related to the
@@ -204,7 +206,7 @@ func (rn *run) fail(reason, subject string, related runtime.Object, err error) {
 	case apierrors.IsNotFound(err):
 		return
 	}
-	rn.issues = append(rn.issues, Issue{Reason: reason, Subject: subject, Message: err.Error()})
+	rn.issues = append(rn.issues, core.Issue{Reason: reason, Subject: subject, Message: err.Error()})
 	rn.out.Error(err)
 	rn.events.Warning(reason, actionFor(reason), related, "%v", err)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -127,7 +129,7 @@ func (f *fixture) kubelet() {
 		}
 		pod.Status.Phase = corev1.PodRunning
 		for _, c := range pod.Spec.Containers {
-			st := containerStatus(pod, c.Name, false)
+			st := containerStatus(pod, c.Name)
 			if st == nil {
 				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
 					Name: c.Name, Image: c.Image, ImageID: "id-" + c.Image, ContainerID: "cid-0", Ready: true})
@@ -140,7 +142,7 @@ func (f *fixture) kubelet() {
 			}
 		}
 		ready := corev1.ConditionFalse
-		if g := GateCondition(pod); g != nil && g.Status == corev1.ConditionTrue {
+		if g := core.GateCondition(pod); g != nil && g.Status == corev1.ConditionTrue {
 			ready = corev1.ConditionTrue
 		}
 		setCond(pod, corev1.PodReady, ready)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,10 +36,10 @@ func TestReconcileCreatesMissingPods(t *testing.T) {
 	for name, pod := range f.pods() {
 		id := strings.TrimPrefix(name, "web-")
 		if pod.Labels[tkestackv1.TAppInstanceKey] != id || pod.Labels["app"] != "web" ||
-			!IsCurrentHashFormat(pod.Labels[tkestackv1.TAppHashKey]) || !IsCurrentHashFormat(pod.Labels[tkestackv1.TAppUniqHashKey]) {
+			!core.IsCurrentHashFormat(pod.Labels[tkestackv1.TAppHashKey]) || !core.IsCurrentHashFormat(pod.Labels[tkestackv1.TAppUniqHashKey]) {
 			t.Errorf("pod %s labels: %v", name, pod.Labels)
 		}
-		if g := GateCondition(pod); g == nil || g.Status != corev1.ConditionTrue {
+		if g := core.GateCondition(pod); g == nil || g.Status != corev1.ConditionTrue {
 			t.Errorf("pod %s gate: %v", name, g)
 		}
 		if ref := metav1.GetControllerOf(pod); ref == nil || ref.UID != testUID {
@@ -385,10 +387,10 @@ func TestReconcileInPlaceUpdate(t *testing.T) {
 	if pod.Spec.Containers[0].Image != newImage || pod.Annotations[tkestackv1.InPlaceUpdateStateKey] != "true" {
 		t.Errorf("pod 0 not patched: %v %v", pod.Spec.Containers[0].Image, pod.Annotations)
 	}
-	if _, ok := RecordOf(pod); !ok {
+	if _, ok := core.RecordOf(pod); !ok {
 		t.Error("pod 0 has no update record")
 	}
-	if g := GateCondition(pod); g == nil || g.Status != corev1.ConditionFalse {
+	if g := core.GateCondition(pod); g == nil || g.Status != corev1.ConditionFalse {
 		t.Errorf("pod 0 gate = %v, want False", g)
 	}
 	if st := f.app().Status.Statuses["0"]; st != tkestackv1.InstanceUpdating {
@@ -405,7 +407,7 @@ func TestReconcileInPlaceUpdate(t *testing.T) {
 	if got := f.pass(); got["status-patch Pod"] != 1 || got["patch Pod"] != 0 {
 		t.Errorf("completion pass: %v", got)
 	}
-	if g := GateCondition(f.pods()["web-0"]); g == nil || g.Status != corev1.ConditionTrue {
+	if g := core.GateCondition(f.pods()["web-0"]); g == nil || g.Status != corev1.ConditionTrue {
 		t.Errorf("pod 0 gate after completion = %v", g)
 	}
 	if got := countOf(f.drainEvents(), "Normal InPlaceUpdateCompleted"); got != 1 {
@@ -529,7 +531,7 @@ func TestReconcileNameConflict(t *testing.T) {
 
 func TestReconcileAdoptsOrphans(t *testing.T) {
 	app := newApp(2).Obj()
-	p := NewPass(app, Options{})
+	p := core.NewPass(app, core.Options{})
 	orphan := runningPod(p, 0)
 	orphan.OwnerReferences = nil
 	f := newFixture(t, []client.Object{app, orphan}, interceptor.Funcs{})
@@ -562,7 +564,7 @@ func TestReconcilePersistsDerivedSelector(t *testing.T) {
 
 func TestReconcileForceDeletesOnLostNode(t *testing.T) {
 	app := newApp(1).ForceDeletePod(true).Obj()
-	pod := runningPod(NewPass(app, Options{}), 0)
+	pod := runningPod(core.NewPass(app, core.Options{}), 0)
 	pod.Spec.NodeName = "gone"
 	pod.DeletionTimestamp = &mt0
 	pod.Finalizers = []string{"test.drover.dev/hold"}
@@ -646,7 +648,7 @@ func TestReconcileRequeuesForMinReadySeconds(t *testing.T) {
 func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
 	t.Run("PVC of another owner", func(t *testing.T) {
 		other := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
-			Name: ClaimName("data", testName, 0), Namespace: testNS, Labels: map[string]string{"app": "web"},
+			Name: core.ClaimName("data", testName, 0), Namespace: testNS, Labels: map[string]string{"app": "web"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "other", Controller: new(true)}},
 		}}
 		f := newFixture(t, []client.Object{newApp(1).VolumeClaim("data", "1Gi").Obj(), other}, interceptor.Funcs{})
@@ -675,10 +677,10 @@ func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
 // pod of that name exists, whoever owns it (§10): a released pod still mounts it.
 func TestScaledClaimsStayWhileTheirPodExists(t *testing.T) {
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
-		Name: ClaimName("data", testName, 1), Namespace: testNS, Labels: map[string]string{"app": "web"},
+		Name: core.ClaimName("data", testName, 1), Namespace: testNS, Labels: map[string]string{"app": "web"},
 	}}
 	released := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: PodName(testName, 1), Namespace: testNS, Labels: map[string]string{"app": "elsewhere"}},
+		ObjectMeta: metav1.ObjectMeta{Name: core.PodName(testName, 1), Namespace: testNS, Labels: map[string]string{"app": "elsewhere"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}
 	app := newApp(1).VolumeClaim("data", "1Gi").PVCRetention(tkestackv1.RetainPersistentVolumeClaimRetentionPolicyType,
@@ -700,7 +702,7 @@ func TestScaledClaimsStayWhileTheirPodExists(t *testing.T) {
 // CRD) gets InvalidSpec and no pod writes, and no per-instance work beyond the bound.
 func TestReplicasOverTheBoundBlockEveryWrite(t *testing.T) {
 	app := newApp(tkestackv1.MaxReplicas + 1).Obj()
-	p := NewPass(app, Options{})
+	p := core.NewPass(app, core.Options{})
 	if !p.Settings.Blocked || p.Desired.Replicas != tkestackv1.MaxReplicas {
 		t.Fatalf("blocked %v, desired replicas %d; want blocked and %d", p.Settings.Blocked, p.Desired.Replicas, tkestackv1.MaxReplicas)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +28,7 @@ func (r *Reconciler) syncSpec(ctx context.Context, rn *run) (done bool) {
 	}
 	var pruned []string
 	if rn.app.Spec.AutoDeleteUnusedTemplate {
-		pruned = UnusedTemplates(&rn.app.Spec)
+		pruned = core.UnusedTemplates(&rn.app.Spec)
 		if len(pruned) > 0 {
 			pool := map[string]any{}
 			for _, name := range pruned {
