@@ -8,7 +8,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// Event actions (events.k8s.io requires one). The reasons are the tkestackv1.Reason* constants (§15).
+// Event actions (events.k8s.io requires one). The reasons are the tkestackv1.Reason* constants.
 const (
 	actionCreate    = "Create"
 	actionDelete    = "Delete"
@@ -35,7 +35,7 @@ func actionFor(reason string) string {
 
 // emitEvents emits the events of a pass, after its status write. The Warnings of plan issues (templates not
 // found, name conflicts, malformed pods, invalid spec) are emitted only when the ReplicaFailure condition
-// changed, so that a pass that changes nothing writes nothing (§15); failed writes had their own Warning.
+// changed, so that a pass that changes nothing writes nothing; failed writes had their own Warning.
 // status is nil for a pass that wrote no status.
 func (r *Reconciler) emitEvents(rn *run, status *tkestackv1.TAppStatus) {
 	if status != nil && replicaFailureChanged(&rn.app.Status, status) {

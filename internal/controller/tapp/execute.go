@@ -19,8 +19,8 @@ import (
 	"github.com/drover-dev/drover/internal/kit"
 )
 
-// writeGates is step 1 of §6.3: the gate condition of current pods, where it differs from the desired one
-// (§6.4). A write that turns the gate True after an in-place update completes it.
+// writeGates is step 1 of the execution order (execute): the gate condition of current pods, where it differs from the desired one
+// . A write that turns the gate True after an in-place update completes it.
 func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
 	gates := rn.plan.GateWrites()
 	results := kit.Run(ctx, r.writes(), gates, func(ctx context.Context, a core.InstanceAction) (*corev1.Pod, error) {
@@ -40,7 +40,7 @@ func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
 	}
 }
 
-// completeInPlaceUpdate reports the end of an in-place update: event and duration metric (§15).
+// completeInPlaceUpdate reports the end of an in-place update: event and duration metric.
 func (r *Reconciler) completeInPlaceUpdate(rn *run, pod *corev1.Pod) {
 	msg := "In-place update of pod " + pod.Name + " completed"
 	if rec, ok := core.RecordOf(pod); ok && !rec.StartTime.IsZero() {
@@ -51,8 +51,8 @@ func (r *Reconciler) completeInPlaceUpdate(rn *run, pod *corev1.Pod) {
 	rn.events.Normal(tkestackv1.ReasonInPlaceUpdateCompleted, actionUpdate, pod, "%s", msg)
 }
 
-// deletePods is step 2 of §6.3: graceful deletes (completed, out-of-range, migrating and recreated pods)
-// and force deletes (§12), all with a UID precondition.
+// deletePods is step 2 of the execution order: graceful deletes (completed, out-of-range, migrating and recreated pods)
+// and force deletes, all with a UID precondition.
 func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
 	dels := rn.plan.Deletes()
 	results := kit.Run(ctx, r.writes(), dels, func(ctx context.Context, a core.InstanceAction) (struct{}, error) {
@@ -112,7 +112,7 @@ type createOutcome struct {
 	gateErr        error
 }
 
-// createPods is step 3 of §6.3: creates in ascending id, in slow-start batches (§17); PVCs first (§10),
+// createPods is step 3 of the execution order: creates in ascending id, in slow-start batches; PVCs first,
 // then the pod, then its gate True. A create that finds its name taken (AlreadyExists) does not stop them.
 func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 	creates := rn.plan.Creates()
@@ -147,7 +147,7 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 				"instance %d: PVC %s is controlled by another owner", a.ID, out.claimConflict))
 		case out.exists:
 			// The cache has not shown the pod of that name yet; when it is foreign, its events may not map to
-			// this TApp, so look again once the cache caught up (§14: PodNameConflict or adoption).
+			// this TApp, so look again once the cache caught up (PodNameConflict or adoption).
 			rn.lostRace()
 		default:
 			r.recordCreate(rn, a, out)
@@ -224,8 +224,9 @@ type updateOutcome struct {
 	changes    []core.ContainerChange
 }
 
-// updatePods is step 4 of §6.3: the scheduled updates in ascending id: re-stamps and metadata-only patches
-// (on top of a gate write of step 1), and in-place updates with the gate protocol of §6.4.
+// updatePods is step 4 of the execution order: the scheduled updates in ascending id: re-stamps and metadata-only patches
+// (on top of a gate write of step 1), and in-place updates with the gate protocol (gate False, then the
+// pod patch, then gate True once the containers run the new images).
 func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
 	ups := rn.plan.Updates()
 	bases := make([]*corev1.Pod, len(ups))
@@ -258,7 +259,7 @@ func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
 }
 
 // updateInstance patches one pod. An in-place image update first writes the gate False, then patches the
-// pod computed from the object that write returned, guarded by its resourceVersion (§6.4).
+// pod computed from the object that write returned, guarded by its resourceVersion.
 func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a core.InstanceAction, base *corev1.Pod) (updateOutcome, error) {
 	switch {
 	case a.Action == core.ActionRestamp:
@@ -288,7 +289,7 @@ func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a core.Instanc
 		// The kubelet (kwok here) reacts to the gate write by recomputing Ready, which usually lands between
 		// (a) and (b). Rather than leaving the update to the next pass (gate True again, then False again),
 		// retry (b) from a fresh read while the gate is still False on the same pod: the record then takes
-		// the old container state from that object, as §6.4 wants. Deliberate uncached read: the cache is
+		// the old container state from that object, as it must. Deliberate uncached read: the cache is
 		// behind the write that caused the conflict.
 		fresh := &corev1.Pod{}
 		if rerr := r.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(gated), fresh); rerr != nil ||
@@ -299,7 +300,7 @@ func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a core.Instanc
 	}
 }
 
-// inPlaceAttempts bounds the tries of the in-place patch (§6.4 b) of one pod in one pass.
+// inPlaceAttempts bounds the tries of the in-place patch of one pod in one pass.
 const inPlaceAttempts = 3
 
 // gateStatus returns the status of the pod's gate condition, or "" when it has none.
@@ -319,7 +320,7 @@ func changeList(changes []core.ContainerChange) string {
 }
 
 // writeGate sets the pod's gate condition through the status subresource: a strategic merge on
-// status.conditions by type that touches only this condition (§6.4), guarded by the pod's UID. It returns
+// status.conditions by type that touches only this condition, guarded by the pod's UID. It returns
 // the pod the API server returned.
 func (r *Reconciler) writeGate(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, now time.Time) (*corev1.Pod, error) {
 	body, err := json.Marshal(map[string]any{
@@ -350,7 +351,7 @@ func (r *Reconciler) patchPod(ctx context.Context, base, patched *corev1.Pod) (*
 	return out, nil
 }
 
-// writes is the executor of pod and PVC writes other than creates: bounded, without slow start (§17).
+// writes is the executor of pod and PVC writes other than creates: bounded, without slow start.
 func (r *Reconciler) writes() kit.Executor { return kit.Executor{Max: r.cfg.PodWriteConcurrency} }
 
 // deletePod deletes a pod, gracefully or with grace period 0, with a UID precondition.

@@ -12,7 +12,7 @@ import (
 )
 
 // ExpectationTTL is how long an expectation waits for the cache to show a write's effect before it is
-// dropped (§14).
+// dropped.
 const ExpectationTTL = 5 * time.Minute
 
 // expectKind is what an expectation waits for.
@@ -27,7 +27,7 @@ const (
 	expectDelete
 )
 
-// expectation is one write of a pass whose effect the cache has not shown yet (§14). While it is pending,
+// expectation is one write of a pass whose effect the cache has not shown yet. While it is pending,
 // the id is not acted on and its pod is taken from the expectation, not from the stale cache.
 type expectation struct {
 	kind expectKind

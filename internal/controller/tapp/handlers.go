@@ -19,7 +19,7 @@ import (
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// podHandler maps pod events to TApps (§14): a pod controlled by a TApp to that TApp (on an update also the
+// podHandler maps pod events to TApps: a pod controlled by a TApp to that TApp (on an update also the
 // previous controller, for releases), an orphan carrying tapp_instance_key and named <tapp>-<id> to the TApp
 // of that name (adoption). A deleted pod satisfies the expectations about it, and any deleted pod named
 // <tapp>-<id> enqueues <tapp>: the name may have been held by a pod of another owner (PodNameConflict), whose
@@ -98,7 +98,7 @@ func podTApp(obj client.Object) (reconcile.Request, bool) {
 }
 
 // nodeHandler enqueues, when a node's Ready condition changes or the node is deleted, the TApps that
-// control terminating pods on it: those may now be force-deleted (§12).
+// control terminating pods on it: those may now be force-deleted.
 type nodeHandler struct{ reader client.Reader }
 
 var _ handler.EventHandler = nodeHandler{}

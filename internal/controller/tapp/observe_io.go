@@ -18,7 +18,7 @@ import (
 
 // observe fills rn.obs and starts the post-action view (step 2 of the data flow, doc.go); it only reads. From
 // the pods the TApp controls after claimPods: classification, pending expectations, names taken by pods of
-// other owners and the nodes of terminating pods (§12). An error means the pass cannot know what exists: it
+// other owners and the nodes of terminating pods. An error means the pass cannot know what exists: it
 // stops before any pod write and before the status.
 func (r *Reconciler) observe(ctx context.Context, rn *run, controlled []*corev1.Pod) error {
 	cls := core.ClassifyPods(rn.app, controlled)
@@ -47,7 +47,7 @@ func (r *Reconciler) observe(ctx context.Context, rn *run, controlled []*corev1.
 	return nil
 }
 
-// listOwnedPods lists the pods the TApp controls from the cache, through the owner-UID index (§17). The
+// listOwnedPods lists the pods the TApp controls from the cache, through the owner-UID index. The
 // pods are the cache's own objects (no deep copy): a pass never modifies a pod it observed, every write
 // works on a copy.
 func (r *Reconciler) listOwnedPods(ctx context.Context, app *tkestackv1.TApp) ([]*corev1.Pod, error) {
@@ -63,7 +63,7 @@ func (r *Reconciler) listOwnedPods(ctx context.Context, app *tkestackv1.TApp) ([
 	return out, nil
 }
 
-// claimPods writes the controller references of the pass (§14): it releases the owned pods that no longer
+// claimPods writes the controller references of the pass: it releases the owned pods that no longer
 // match the selector, then adopts the orphans the TApp may adopt. It returns the pods the TApp controls
 // after these writes; their failures are issues and errors of the run. An error (listing the orphans)
 // stops the pass.
@@ -77,7 +77,7 @@ func (r *Reconciler) claimPods(ctx context.Context, rn *run, owned []*corev1.Pod
 }
 
 // releasePods removes the TApp's controller reference from owned pods that no longer match the selector
-// (§14) and returns the pods that stay owned. A pod whose release failed stays out of this pass too: it
+// and returns the pods that stay owned. A pod whose release failed stays out of this pass too: it
 // does not belong to the TApp any more.
 func (r *Reconciler) releasePods(ctx context.Context, rn *run, owned []*corev1.Pod) []*corev1.Pod {
 	sel := rn.pass.Selector()
@@ -108,7 +108,7 @@ func (r *Reconciler) releasePods(ctx context.Context, rn *run, owned []*corev1.P
 	return keep
 }
 
-// adoptOrphans gives the TApp's controller reference to the orphans it may adopt (§14), after one uncached
+// adoptOrphans gives the TApp's controller reference to the orphans it may adopt, after one uncached
 // read confirming the TApp's UID and that it is not being deleted. It returns the adopted pods.
 func (r *Reconciler) adoptOrphans(ctx context.Context, rn *run) ([]*corev1.Pod, error) {
 	sel := rn.pass.Selector()
@@ -166,7 +166,7 @@ func (r *Reconciler) patchOwnerRefs(ctx context.Context, pod *corev1.Pod, refs [
 
 // namesTaken adds to the ids whose name a malformed owned pod holds the desired-running ids without a pod
 // whose name <tapp>-<id> is held in the cache by a pod of another owner or an orphan that was not adopted
-// (§14). Ids with a pending expectation are skipped; nothing is looked up when no pod may be created.
+// . Ids with a pending expectation are skipped; nothing is looked up when no pod may be created.
 func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods core.Pods, taken, expecting map[int]bool) (map[int]bool, error) {
 	if rn.pass.Settings.Blocked || rn.pass.Settings.Deleting {
 		return taken, nil
@@ -188,7 +188,7 @@ func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods core.Pods, ta
 	return taken, nil
 }
 
-// nodesOf returns the cached nodes of the TApp's terminating pods, which decide force deletion (§12). Only
+// nodesOf returns the cached nodes of the TApp's terminating pods, which decide force deletion. Only
 // looked up when spec.forceDeletePod is set: otherwise they decide nothing.
 func (r *Reconciler) nodesOf(ctx context.Context, app *tkestackv1.TApp, pods core.Pods) (map[string]*corev1.Node, error) {
 	nodes := map[string]*corev1.Node{}

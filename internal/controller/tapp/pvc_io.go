@@ -14,7 +14,7 @@ import (
 	"github.com/drover-dev/drover/internal/kit"
 )
 
-// cachedClaim looks a desired PVC up by name in the cache (§17); nil when absent.
+// cachedClaim looks a desired PVC up by name in the cache; nil when absent.
 func (r *Reconciler) cachedClaim(ctx context.Context, want *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := r.cfg.Client.Get(ctx, client.ObjectKeyFromObject(want), pvc)
@@ -27,7 +27,7 @@ func (r *Reconciler) cachedClaim(ctx context.Context, want *corev1.PersistentVol
 	return pvc, nil
 }
 
-// retainClaims is step 5 of §6.3, the PVC retention of §10: the TApp ownerReference of in-range PVCs follows
+// retainClaims is step 5 of the execution order, the PVC retention policy: the TApp ownerReference of in-range PVCs follows
 // whenDeleted, and under whenScaled: Delete the PVCs of removed ids go once their pod is gone. Only TApps
 // with claim templates list PVCs (from the cache, by the selector's labels, which every PVC drover creates
 // carries).
@@ -104,7 +104,7 @@ func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*co
 
 // withoutLivePods keeps the PVCs whose instance has no pod at all. The view holds only this TApp's
 // well-formed pods: a pod just released, one whose release failed, or a malformed one still mounts the
-// claim (§10: a claim goes once the pod of its id is gone). A pod that cannot be read keeps its claims.
+// claim (a claim goes once the pod of its id is gone). A pod that cannot be read keeps its claims.
 func (r *Reconciler) withoutLivePods(ctx context.Context, rn *run, claims []*corev1.PersistentVolumeClaim) []*corev1.PersistentVolumeClaim {
 	out := claims[:0:0]
 	for _, pvc := range claims {

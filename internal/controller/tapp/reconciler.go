@@ -29,10 +29,10 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // DefaultPodWriteConcurrency is the default of --tapp-pod-write-concurrency: the most pod and PVC writes of
-// one pass in flight at once (§2.5, §17).
+// one pass in flight at once.
 const DefaultPodWriteConcurrency = 100
 
-// claimWaitRequeueDelay: a create waits for a PVC that is being deleted (§10); PVCs without a TApp
+// claimWaitRequeueDelay: a create waits for a PVC that is being deleted; PVCs without a TApp
 // ownerReference (whenDeleted: Retain) cause no event when they are gone.
 const claimWaitRequeueDelay = 5 * time.Second
 
@@ -40,7 +40,7 @@ const claimWaitRequeueDelay = 5 * time.Second
 type Config struct {
 	// Client reads from the manager's cache, with the indexes of SetupIndexes, and writes to the API server.
 	Client client.Client
-	// APIReader reads from the API server: the one deliberate uncached read, adoption's UID recheck (§14).
+	// APIReader reads from the API server: the one deliberate uncached read, adoption's UID recheck.
 	APIReader client.Reader
 	// Recorder emits events.k8s.io events on TApps.
 	Recorder events.EventRecorder
@@ -55,7 +55,7 @@ type Config struct {
 }
 
 // Reconciler reconciles TApps: one pass observes the pods, plans with the pure functions of this package,
-// executes the plan in the order of §6.3 and writes the status derived from the post-action view.
+// executes the plan in a fixed order (execute) and writes the status derived from the post-action view.
 type Reconciler struct {
 	cfg     Config
 	exp     *expectations
@@ -85,7 +85,7 @@ type run struct {
 	plan *core.Plan
 	// view is the post-action view: the observed pods with this pass's successful writes applied.
 	view core.Pods
-	// written holds the ids whose pod this pass wrote (for the PVC retention of §10).
+	// written holds the ids whose pod this pass wrote (for the PVC retention).
 	written map[int]bool
 	// planIssues are the plan's issues; issues the failed writes and claim conflicts of the pass.
 	planIssues []core.Issue
@@ -98,7 +98,8 @@ type run struct {
 	events kit.Events
 }
 
-// Reconcile is keyed by the TApp's namespace/name. It reads like the table of contents of §6.3.
+// Reconcile is keyed by the TApp's namespace/name. It reads like the table of contents of a pass: sync the
+// spec, observe, claim pods, plan, execute, write the status, emit the events.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app, err := r.getTApp(ctx, req.NamespacedName)
 	if err != nil {
@@ -135,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.emitEvents(rn, &status)
 	r.gauge.set(rn.key, status.Statuses)
 	// The pass requeues for the earliest of: a minReadySeconds wait, a PVC being deleted (execute), the
-	// expiry of a pending expectation, a lost race (backing off as errors do, without an error log, §17).
+	// expiry of a pending expectation, a lost race (backing off as errors do, without an error log).
 	rn.out.RequeueAfter(minReadyWait)
 	rn.out.RequeueAfter(r.exp.nextExpiry(rn.key, rn.now))
 	return r.backoff.Result(rn.key, &rn.out)
@@ -168,7 +169,7 @@ func (r *Reconciler) getTApp(ctx context.Context, key types.NamespacedName) (*tk
 	return app, nil
 }
 
-// execute runs the plan in the order of §6.3, building the post-action view. A failed write does not stop
+// execute runs the plan in order (gate writes, deletes, creates, updates, PVC retention), building the post-action view. A failed write does not stop
 // the later steps; failures become issues and errors of the run.
 func (r *Reconciler) execute(ctx context.Context, rn *run) {
 	r.writeGates(ctx, rn)
@@ -189,7 +190,7 @@ func logPlan(ctx context.Context, rn *run) {
 		"updates", updates, "scheduled", p.Budget.Scheduled, "failures", len(rn.issues), "conflict", rn.conflict)
 }
 
-// postActionView returns the view the status is derived from (§15). Ids that were pending before the pass
+// postActionView returns the view the status is derived from. Ids that were pending before the pass
 // stay unavailable; the effects of this pass's writes are in the view itself.
 func (rn *run) postActionView() core.Observation {
 	return core.Observation{Pods: rn.view, Expecting: rn.obs.Expecting, Nodes: rn.obs.Nodes, Now: rn.now}

@@ -25,7 +25,7 @@ import (
 func TestReconcileCreatesMissingPods(t *testing.T) {
 	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{})
 	got := f.pass()
-	// §17: create = 1 pod create + 1 gate write; one status write.
+	// Each create is one pod create and one gate write; one status write.
 	want := map[string]int{"create Pod": 3, "status-patch Pod": 3, "status-update TApp": 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
@@ -281,7 +281,7 @@ func TestReconcileConflictsRequeueWithoutError(t *testing.T) {
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
-	// Passes that keep losing back off as errors do (§17), without returning an error, up to the cap.
+	// Passes that keep losing back off as errors do, without returning an error, up to the cap.
 	s := time.Second
 	for _, want := range []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, kit.ConflictMaxDelay, kit.ConflictMaxDelay} {
 		res, err := f.reconcile()
@@ -674,7 +674,7 @@ func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
 }
 
 // TestScaledClaimsStayWhileTheirPodExists: under whenScaled Delete, the PVC of a removed id goes only once no
-// pod of that name exists, whoever owns it (§10): a released pod still mounts it.
+// pod of that name exists, whoever owns it: a released pod still mounts it.
 func TestScaledClaimsStayWhileTheirPodExists(t *testing.T) {
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
 		Name: core.ClaimName("data", testName, 1), Namespace: testNS, Labels: map[string]string{"app": "web"},

@@ -42,8 +42,8 @@ func Controller() *kit.Controller {
 
 // Setup registers the TApp controller with the manager; the indexes of Indexes must be registered. The controller runs on the leader only
 // (controller-runtime's default). Every TApp update triggers a pass, status updates included (a user
-// removing a finished entry from status.statuses restarts it, §8); the echo of drover's own status write
-// is a pass that writes nothing (§15).
+// removing a finished entry from status.statuses restarts it); the echo of drover's own status write
+// is a pass that writes nothing.
 func Setup(_ context.Context, mgr manager.Manager, opts core.Options) error {
 	r := NewReconciler(Config{
 		Client:                  mgr.GetClient(),

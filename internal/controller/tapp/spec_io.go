@@ -15,8 +15,8 @@ import (
 )
 
 // syncSpec makes the only spec writes of the controller, as one targeted merge patch guarded by the
-// resourceVersion: the derived selector, persisted once (§2.2), and the templatePool entries
-// autoDeleteUnusedTemplate prunes (§13). Neither rewrites a template. When it patched, the pass ends there
+// resourceVersion: the derived selector, persisted once, and the templatePool entries
+// autoDeleteUnusedTemplate prunes. Neither rewrites a template. When it patched, the pass ends there
 // (done): the spec change starts a fresh pass on the patched object. Its outcome is in rn.out.
 func (r *Reconciler) syncSpec(ctx context.Context, rn *run) (done bool) {
 	if rn.pass.Settings.Deleting {

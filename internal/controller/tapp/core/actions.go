@@ -6,7 +6,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// Action is what a pass does to one instance (§4.2).
+// Action is what a pass does to one instance.
 type Action string
 
 const (
@@ -14,18 +14,18 @@ const (
 	ActionNone Action = "None"
 	// ActionWait: the pod is terminating and is left to finish.
 	ActionWait Action = "Wait"
-	// ActionCreate: create the pod InstanceAction.Desired (PVCs first, §10), then write the gate True.
+	// ActionCreate: create the pod InstanceAction.Desired (PVCs first), then write the gate True.
 	ActionCreate Action = "Create"
 	// ActionDelete: delete the pod gracefully (UID precondition).
 	ActionDelete Action = "Delete"
-	// ActionForceDelete: delete the terminating pod with grace period 0 (UID precondition, §12).
+	// ActionForceDelete: delete the terminating pod with grace period 0 (UID precondition): its node is lost.
 	ActionForceDelete Action = "ForceDelete"
-	// ActionUpdate: update the pod in place (§6.4); budgeted. InstanceAction.InPlace tells an image update
+	// ActionUpdate: update the pod in place; budgeted. InstanceAction.InPlace tells an image update
 	// (gate protocol) from a metadata-only patch.
 	ActionUpdate Action = "Update"
 	// ActionRecreate: delete the pod gracefully now; a later pass creates it again. Budgeted.
 	ActionRecreate Action = "Recreate"
-	// ActionRestamp: one metadata patch setting both hash labels (Restamp, §5.3); not budgeted.
+	// ActionRestamp: one metadata patch setting both hash labels (Restamp); not budgeted.
 	ActionRestamp Action = "Restamp"
 )
 
@@ -51,7 +51,7 @@ const (
 type InstanceAction struct {
 	// ID is the instance id.
 	ID int
-	// Class is the id's class (§4.1).
+	// Class is the id's class.
 	Class Class
 	// Action is what to do after budgeting.
 	Action Action
@@ -69,11 +69,11 @@ type InstanceAction struct {
 	// InPlace is true for an Update that changes images (gate False, patch with record); false for a
 	// metadata-only Update (one patch, no gate change).
 	InPlace bool
-	// Gate is the gate reconciliation for this pod (§6.4); Gate.Write tells whether to write it.
+	// Gate is the gate reconciliation for this pod; Gate.Write tells whether to write it.
 	Gate GateDecision
 }
 
-// decide applies the rows of §4.2 to one id, first match wins, before budgeting. Budget candidates come
+// decide applies the rows of the action table to one id, first match wins, before budgeting. Budget candidates come
 // back with Action Update or Recreate.
 func (p *Pass) decide(id int, pod *corev1.Pod, obs *Observation) (InstanceAction, *Issue) {
 	a := InstanceAction{ID: id, Class: p.Desired.Class(id), Pod: pod}

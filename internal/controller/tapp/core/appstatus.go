@@ -4,13 +4,13 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// isAlive reports whether an instance status is alive (§2.4): anything but Killed, Failed and Succ
+// isAlive reports whether an instance status is alive: anything but Killed, Failed and Succ
 // (unknown strings count as alive).
 func isAlive(s tkestackv1.InstanceStatus) bool {
 	return !s.IsFinished()
 }
 
-// computeAppStatus derives status.appStatus from the new statuses map (§4.4): empty → Pending (also for
+// computeAppStatus derives status.appStatus from the new statuses map: empty → Pending (also for
 // replicas 0); else any alive entry → Running; else any Failed → Failed; else any Succ → Succ; else Killed.
 func computeAppStatus(statuses map[string]tkestackv1.InstanceStatus) tkestackv1.AppStatus {
 	if len(statuses) == 0 {
@@ -37,7 +37,7 @@ func computeAppStatus(statuses map[string]tkestackv1.InstanceStatus) tkestackv1.
 	}
 }
 
-// statusCounts returns status.replicas (entries other than NotCreated, §2.3) and status.readyReplicas
+// statusCounts returns status.replicas (entries other than NotCreated) and status.readyReplicas
 // (entries equal to Running).
 func statusCounts(statuses map[string]tkestackv1.InstanceStatus) (replicas, ready int32) {
 	for _, s := range statuses {

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Availability returns whether a desired-running pod is available (§4.5) and, when it only lacks
+// Availability returns whether a desired-running pod is available and, when it only lacks
 // minReadySeconds, how long until it will be (for RequeueAfter). Available iff the pod exists, is not
 // terminating, is Running with Ready True, its gate condition is not False, no in-place update is in
 // progress, there is no pending expectation (checked by the caller) and the later of the Ready and gate
@@ -38,7 +38,7 @@ func Availability(pod *corev1.Pod, minReadySeconds int32, now time.Time) (availa
 	return true, 0
 }
 
-// readyOrAbsent reports whether the pod's Ready condition is True or absent (§4.3 row 4).
+// readyOrAbsent reports whether the pod's Ready condition is True or absent.
 func readyOrAbsent(pod *corev1.Pod) bool {
 	c := podCondition(pod, corev1.PodReady)
 	return c == nil || c.Status == corev1.ConditionTrue

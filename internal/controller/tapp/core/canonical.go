@@ -23,7 +23,7 @@ const (
 )
 
 // canonicalPodSpec returns a deep copy of spec with every field that holds its apiserver default cleared.
-// Semantically equal specs (one defaulted, one not) therefore serialise alike (§5.2 "semantically equal").
+// Semantically equal specs (one defaulted, one not) therefore serialise alike.
 func canonicalPodSpec(spec *corev1.PodSpec) *corev1.PodSpec {
 	s := spec.DeepCopy()
 	if s.RestartPolicy == corev1.RestartPolicyAlways {

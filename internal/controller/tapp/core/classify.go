@@ -80,11 +80,11 @@ type Classified struct {
 	Malformed []*corev1.Pod
 	// NameTaken holds the ids whose pod name <tapp>-<id> is taken by a malformed owned pod, so that the id
 	// cannot be created (PodNameConflict). The reconciler adds ids whose name is taken by pods of other
-	// controllers or orphans (§14).
+	// controllers or orphans.
 	NameTaken map[int]bool
 }
 
-// isControlledBy reports whether the pod's controller ownerReference names the TApp's UID (§14).
+// isControlledBy reports whether the pod's controller ownerReference names the TApp's UID.
 func isControlledBy(pod *corev1.Pod, app *tkestackv1.TApp) bool {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	return ref != nil && ref.UID == app.UID && app.UID != ""
@@ -114,7 +114,7 @@ func ClassifyPods(app *tkestackv1.TApp, pods []*corev1.Pod) Classified {
 	return out
 }
 
-// CanAdopt reports whether an orphan pod may be adopted by the TApp (§14): it has no controller, is in the
+// CanAdopt reports whether an orphan pod may be adopted by the TApp: it has no controller, is in the
 // TApp's namespace, matches the selector, carries a canonical instance label and is named <tapp>-<id> for
 // that id. The reconciler adopts only while the TApp is not being deleted and after re-reading its UID.
 func CanAdopt(app *tkestackv1.TApp, selector labels.Selector, pod *corev1.Pod) bool {
@@ -127,7 +127,7 @@ func CanAdopt(app *tkestackv1.TApp, selector labels.Selector, pod *corev1.Pod) b
 }
 
 // ShouldRelease reports whether an owned pod no longer matches the selector and loses the TApp's controller
-// reference (§14). An invalid (nil or empty) selector releases nothing.
+// reference. An invalid (nil or empty) selector releases nothing.
 func ShouldRelease(app *tkestackv1.TApp, selector labels.Selector, pod *corev1.Pod) bool {
 	if pod == nil || selector == nil || selector.Empty() || !isControlledBy(pod, app) {
 		return false

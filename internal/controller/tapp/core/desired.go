@@ -4,7 +4,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// Class is the class of an instance id (§4.1).
+// Class is the class of an instance id.
 type Class string
 
 const (
@@ -17,7 +17,7 @@ const (
 	ClassOutOfRange Class = "OutOfRange"
 )
 
-// Desired is the partition of [0, replicas) into desired-running and completed ids (§4.1). Completed ids are
+// Desired is the partition of [0, replicas) into desired-running and completed ids. Completed ids are
 // kept sparsely; every other id in range is desired-running.
 type Desired struct {
 	// Replicas is spec.replicas (negative values read as 0).
@@ -28,7 +28,7 @@ type Desired struct {
 	PrevStatuses map[int]tkestackv1.InstanceStatus
 }
 
-// computeDesired partitions [0, replicas) (§4.1). finishedAreCompleted = !deletePodAfterAppFinish or the
+// computeDesired partitions [0, replicas). finishedAreCompleted = !deletePodAfterAppFinish or the
 // previous app status is finished; an id is completed when it is killed, or finishedAreCompleted and its
 // previous status is Failed or Succ. A previous status Killed without a Killed spec entry is desired-running
 // (restart).
@@ -79,7 +79,7 @@ func (d Desired) Prev(id int) tkestackv1.InstanceStatus {
 }
 
 // prevRanToCompletion reports whether the previous status of id is Failed or Succ: such an id without a pod
-// is never re-run implicitly (§4.2).
+// is never re-run implicitly.
 func (d Desired) prevRanToCompletion(id int) bool {
 	st := d.PrevStatuses[id]
 	return st == tkestackv1.InstanceFailed || st == tkestackv1.InstanceSucc

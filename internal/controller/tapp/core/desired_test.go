@@ -7,7 +7,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// TestComputeDesired: every previous status × deletePodAfterAppFinish × app finished (§4.1).
+// TestComputeDesired: every previous status × deletePodAfterAppFinish × app finished.
 func TestComputeDesired(t *testing.T) {
 	all := []tkestackv1.InstanceStatus{"", tkestackv1.InstanceNotCreated, tkestackv1.InstancePending,
 		tkestackv1.InstanceRunning, tkestackv1.InstanceUpdating, tkestackv1.InstancePodFailed, tkestackv1.InstancePodSucc,

@@ -91,7 +91,7 @@ func fuzzApp(replicas uint8, statuses, templates, prev string, budget string, fl
 }
 
 // FuzzPlan: planning and status derivation never panic and keep their invariants on arbitrary statuses,
-// templates, budgets and pod states (§18). The seed corpus runs in every `go test`.
+// templates, budgets and pod states. The seed corpus runs in every `go test`.
 func FuzzPlan(f *testing.F) {
 	f.Add(uint8(3), `{"1":"Killed"}`, `{"0":"a"}`, `{"2":"Succ"}`, "1", uint8(0), []byte{0x05, 0x00, 0x01, 0x01, 0x05, 0x05, 0x00, 0x00})
 	f.Add(uint8(5), `{"01":"Killed","x":"Bogus"}`, `{"3":"missing","-1":"a"}`, `{"0":"Failed","9":"Killed"}`, "50%", uint8(0x13), []byte{0x82, 0x09, 0x12, 0x03})

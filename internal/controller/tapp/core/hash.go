@@ -12,19 +12,19 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// hashPrefix is the algorithm version of the hash label values (§5.2).
+// hashPrefix is the algorithm version of the hash label values.
 const hashPrefix = "v1-"
 
 // currentHashFormat matches hash label values written by this version of the algorithm.
 var currentHashFormat = regexp.MustCompile(`^v1-[0-9a-f]{16}$`)
 
 // IsCurrentHashFormat reports whether a hash label value was written by the current algorithm. Values of
-// upstream TApp (all decimal), of other algorithm versions and empty values are foreign (§5.3).
+// upstream TApp (all decimal), of other algorithm versions and empty values are foreign.
 func IsCurrentHashFormat(v string) bool {
 	return currentHashFormat.MatchString(v)
 }
 
-// templateHash returns the template hash of a pod template (§5.2): the canonical serialisation of
+// templateHash returns the template hash of a pod template: the canonical serialisation of
 // {metadata without the two hash labels, spec}. The template is not modified.
 func templateHash(tpl *corev1.PodTemplateSpec) (string, error) {
 	if tpl == nil {
@@ -40,9 +40,9 @@ func templateHash(tpl *corev1.PodTemplateSpec) (string, error) {
 	}{Metadata: meta, Spec: spec})
 }
 
-// uniqHash returns the uniq hash of a pod template (§5.2): the canonical serialisation of its spec with the
+// uniqHash returns the uniq hash of a pod template: the canonical serialisation of its spec with the
 // image of every container and every sidecar init container (restartPolicy Always) removed. Two templates
-// with equal uniq hashes differ at most in metadata and in-place-updatable images (§6.1).
+// with equal uniq hashes differ at most in metadata and in-place-updatable images.
 func uniqHash(tpl *corev1.PodTemplateSpec) (string, error) {
 	if tpl == nil {
 		tpl = &corev1.PodTemplateSpec{}
@@ -78,7 +78,7 @@ func hashOf(v any) (string, error) {
 	return fmt.Sprintf("%s%016x", hashPrefix, h.Sum64()), nil
 }
 
-// canonicalJSON returns the canonical serialisation of §5.2 step 2: the Kubernetes JSON encoding of v, with
+// canonicalJSON returns the canonical serialisation: the Kubernetes JSON encoding of v, with
 // null, {} and [] removed recursively, keys sorted and no whitespace.
 func canonicalJSON(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)

@@ -122,7 +122,7 @@ func TestHashGolden(t *testing.T) {
 	}
 }
 
-// TestHashStable: semantically equal templates hash alike (§5.2).
+// TestHashStable: semantically equal templates hash alike.
 func TestHashStable(t *testing.T) {
 	base := richTemplate()
 	tests := map[string]func(t *testing.T) *corev1.PodTemplateSpec{
@@ -197,7 +197,7 @@ func TestHashStable(t *testing.T) {
 	}
 }
 
-// TestHashChanges: which edits change which hash (§5.2, §6.1).
+// TestHashChanges: which edits change which hash.
 func TestHashChanges(t *testing.T) {
 	base := richTemplate()
 	tests := map[string]struct {
@@ -301,7 +301,7 @@ func TestCanonicalJSON(t *testing.T) {
 	}
 }
 
-// TestPodHashLabels: the hash labels of a constructed pod are the hash functions' outputs (§5.2).
+// TestPodHashLabels: the hash labels of a constructed pod are the hash functions' outputs.
 func TestPodHashLabels(t *testing.T) {
 	p := passOf(newApp(1))
 	tpl, _ := p.Template(0)

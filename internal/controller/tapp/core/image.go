@@ -6,7 +6,7 @@ import (
 	"github.com/distribution/reference"
 )
 
-// Image references are normalised with github.com/distribution/reference (§6.5), as container runtimes
+// Image references are normalised with github.com/distribution/reference, as container runtimes
 // do: default registry docker.io, "library/" prefix for single-component Docker Hub names, and tag "latest"
 // when neither tag nor digest is given (imageRef.key).
 
@@ -51,7 +51,7 @@ func parseImage(s string) (imageRef, bool) {
 	return r, true
 }
 
-// imageMatches reports whether a container reports running the spec image (§6.5): the spec image and the
+// imageMatches reports whether a container reports running the spec image: the spec image and the
 // reported image are equal after normalisation, or the spec image is pinned by a digest with which the
 // reported imageID ends. Unparsable references only match when the strings are equal.
 func imageMatches(specImage, reportedImage, imageID string) bool {
@@ -69,7 +69,7 @@ func imageMatches(specImage, reportedImage, imageID string) bool {
 	return ok && reported.key() == spec.key()
 }
 
-// imagesEquivalent reports whether two spec images name the same image after normalisation (§5.3).
+// imagesEquivalent reports whether two spec images name the same image after normalisation.
 func imagesEquivalent(a, b string) bool {
 	if a == b {
 		return true

@@ -9,7 +9,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// UpdateRecord is the value of the drover.dev/inplace-update-record annotation (§6.5): what an in-place
+// UpdateRecord is the value of the drover.dev/inplace-update-record annotation: what an in-place
 // update changed and what the pod reported for those containers when it was patched.
 type UpdateRecord struct {
 	// TargetHash is the template hash the update moves the pod to.
@@ -63,7 +63,7 @@ func containerStatus(pod *corev1.Pod, name string, init bool) *corev1.ContainerS
 	return nil
 }
 
-// containerDone reports whether a recorded container finished its in-place update (§6.5): its status exists
+// containerDone reports whether a recorded container finished its in-place update: its status exists
 // and (a) the recorded and current imageIDs are both non-empty and differ, or (b) it reports the new image and
 // its imageID or containerID changed or its restartCount grew.
 func containerDone(pod *corev1.Pod, rc RecordedContainer) bool {
@@ -78,7 +78,7 @@ func containerDone(pod *corev1.Pod, rc RecordedContainer) bool {
 		(st.ImageID != rc.ImageID || st.ContainerID != rc.ContainerID || st.RestartCount > rc.RestartCount)
 }
 
-// updateIncomplete reports whether the pod's last in-place update has not finished (§6.5): with a record,
+// updateIncomplete reports whether the pod's last in-place update has not finished: with a record,
 // some recorded container is not done; without one but with the legacy inplace-update-state annotation, some
 // regular container has no status, an empty imageID or a reported image that does not match its spec image;
 // otherwise false.
@@ -107,7 +107,7 @@ func updateIncomplete(pod *corev1.Pod) bool {
 	return false
 }
 
-// inPlaceInProgress reports whether an in-place update is in progress (§6.5): the gate condition is False,
+// inPlaceInProgress reports whether an in-place update is in progress: the gate condition is False,
 // the update is incomplete, and the pod is neither terminating nor Succeeded/Failed.
 func inPlaceInProgress(pod *corev1.Pod) bool {
 	if pod == nil || isTerminating(pod) || isFinishedPhase(pod) {
@@ -117,7 +117,7 @@ func inPlaceInProgress(pod *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionFalse && updateIncomplete(pod)
 }
 
-// GateDecision is the gate reconciliation outcome for one pod (§6.4).
+// GateDecision is the gate reconciliation outcome for one pod.
 type GateDecision struct {
 	// Write is true when the gate condition must be written with Status.
 	Write bool
@@ -149,7 +149,7 @@ func decideGate(pod *corev1.Pod) GateDecision {
 }
 
 // startedUnderGate tells a finished update (recorded after the gate went False) from a gate left False by a
-// pod patch that failed (§6.4 (b)), which is repaired without a completion event.
+// pod patch (step b) that failed, which is repaired without a completion event.
 func startedUnderGate(pod *corev1.Pod, gate *corev1.PodCondition) bool {
 	if rec, ok := RecordOf(pod); ok {
 		return !rec.StartTime.Before(&gate.LastTransitionTime)

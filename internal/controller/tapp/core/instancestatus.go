@@ -6,7 +6,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// podInstanceStatus returns the instance status of an owned, well-formed pod (§4.3), first match:
+// podInstanceStatus returns the instance status of an owned, well-formed pod, first match:
 // (1) terminating and the previous status is not finished → Killing; (2) Pending/Running with an in-place
 // update in progress → Updating; (3) Pending or empty phase → Pending; (4) Running with Ready True or absent
 // → Running; (5) Running with Ready present and not True → Pending; (6) Succeeded/Failed → PodSucc/PodFailed
@@ -37,8 +37,8 @@ func podInstanceStatus(pod *corev1.Pod, prev tkestackv1.InstanceStatus, willMigr
 	}
 }
 
-// missingInstanceStatus returns the status of an id in [0, replicas) without a pod (§4.3): Killed when the
-// spec says Killed; else the previous status when it is finished (sticky); else NotCreated.
+// missingInstanceStatus returns the status of an id in [0, replicas) without a pod: Killed when the
+// spec marks Killed; else the previous status when it is finished (sticky); else NotCreated.
 func missingInstanceStatus(killed bool, prev tkestackv1.InstanceStatus) tkestackv1.InstanceStatus {
 	switch {
 	case killed:
@@ -50,7 +50,7 @@ func missingInstanceStatus(killed bool, prev tkestackv1.InstanceStatus) tkestack
 	}
 }
 
-// InstanceStatuses derives status.statuses (§4.3) from a view of owned, well-formed pods: every pod (any id,
+// InstanceStatuses derives status.statuses from a view of owned, well-formed pods: every pod (any id,
 // also out of range) by podInstanceStatus, then every id in [0, replicas) without a pod by
 // missingInstanceStatus. Out-of-range ids without pods drop out.
 func (p *Pass) InstanceStatuses(pods Pods) map[string]tkestackv1.InstanceStatus {

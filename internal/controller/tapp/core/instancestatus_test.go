@@ -89,7 +89,7 @@ func TestMissingInstanceStatus(t *testing.T) {
 	}
 }
 
-// TestWillMigrate: Succeeded/Failed × restartPolicy × neverMigrate × kubelet-rejected (§9).
+// TestWillMigrate: Succeeded/Failed × restartPolicy × neverMigrate × kubelet-rejected.
 func TestWillMigrate(t *testing.T) {
 	for _, ph := range []corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed} {
 		for _, rp := range []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever, ""} {

@@ -8,7 +8,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// Issue is one thing a pass could not realise: it feeds the ReplicaFailure condition (§15) and a Warning
+// Issue is one thing a pass could not realise: it feeds the ReplicaFailure condition and a Warning
 // event. Planning reports TemplateNotFound, PodNameConflict, MalformedPod and InvalidSpec; the reconciler
 // appends FailedCreate, FailedDelete and FailedUpdate for writes that failed.
 type Issue struct {

@@ -21,7 +21,7 @@ type ContainerChange struct {
 	Image string
 }
 
-// MergePod applies a desired pod to a live pod (§6.6) and returns the patched copy and the containers whose
+// MergePod applies a desired pod to a live pod and returns the patched copy and the containers whose
 // image changed. For each desired container the live container of the same name is used, else the live
 // container at the same index when its name is not used by any desired container; only its image is
 // copied. Sidecar init containers are treated the same way; regular init containers are never touched.
@@ -76,7 +76,7 @@ func mergeImages(live, desired []corev1.Container, init bool) []ContainerChange 
 	return changes
 }
 
-// StartInPlaceUpdate computes step (b) of the in-place protocol (§6.4): gated is the pod object returned by
+// StartInPlaceUpdate computes step (b) of the in-place protocol: gated is the pod object returned by
 // the gate-False write (its resourceVersion guards the patch), desired the pod constructed for the resolved
 // template. It returns the patched pod and the changed containers. When images change, the pod also gets
 // tkestack.io/inplace-update-state "true" and an update record whose old container state is taken from
@@ -115,7 +115,7 @@ func StartInPlaceUpdate(gated, desired *corev1.Pod, now time.Time) (*corev1.Pod,
 	return merged, changes, nil
 }
 
-// Restamp returns a copy of a pod with both hash labels set to the template's (§5.3: a foreign-format pod
+// Restamp returns a copy of a pod with both hash labels set to the template's (a foreign-format pod
 // that is up to date gets one metadata patch, no gate change, no budget).
 func Restamp(pod *corev1.Pod, tpl *Template) *corev1.Pod {
 	out := pod.DeepCopy()
@@ -128,7 +128,7 @@ func Restamp(pod *corev1.Pod, tpl *Template) *corev1.Pod {
 }
 
 // upToDateForeign reports whether a pod with a foreign-format hash runs the resolved template's images
-// (§5.3): every template container has a same-named pod container with an equal (normalised) image.
+// : every template container has a same-named pod container with an equal (normalised) image.
 func upToDateForeign(pod *corev1.Pod, tpl *Template) bool {
 	for _, c := range tpl.Spec.Spec.Containers {
 		i := slices.IndexFunc(pod.Spec.Containers, func(pc corev1.Container) bool { return pc.Name == c.Name })

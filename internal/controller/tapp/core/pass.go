@@ -19,7 +19,7 @@ type Pass struct {
 	App *tkestackv1.TApp
 	// Settings is the spec with defaults applied in memory.
 	Settings Settings
-	// Desired is the partition of [0, replicas) (§4.1).
+	// Desired is the partition of [0, replicas).
 	Desired Desired
 	// Issues are the spec-level problems found (InvalidSpec); Plan includes them in its issues.
 	Issues []Issue
@@ -37,10 +37,10 @@ type Observation struct {
 	// NameTaken holds ids whose pod name is taken by a pod that is not a well-formed owned pod
 	// (Classified.NameTaken plus pods of other owners found by name).
 	NameTaken map[int]bool
-	// Expecting holds ids with an unsatisfied expectation (§14): they are not acted on and are unavailable.
+	// Expecting holds ids with an unsatisfied expectation: they are not acted on and are unavailable.
 	Expecting map[int]bool
 	// Nodes holds the cached nodes that terminating pods are bound to; a node name missing from the map is
-	// absent from the cache (§12).
+	// absent from the cache.
 	Nodes map[string]*corev1.Node
 	// Now is the pass's clock reading (minReadySeconds, transition times).
 	Now time.Time
@@ -81,7 +81,7 @@ func NewPass(app *tkestackv1.TApp, opts Options) *Pass {
 	}
 }
 
-// TemplateName returns the template name of an id (§5.1).
+// TemplateName returns the template name of an id.
 func (p *Pass) TemplateName(id int) string {
 	return p.App.Spec.TemplateNameOf(FormatID(id))
 }
@@ -115,7 +115,7 @@ func (p *Pass) Missing(pods Pods) []int {
 	return out
 }
 
-// DesiredPod constructs the pod of an id from its resolved template (§3); false when unresolvable.
+// DesiredPod constructs the pod of an id from its resolved template; false when unresolvable.
 func (p *Pass) DesiredPod(id int) (*corev1.Pod, bool) {
 	tpl, ok := p.Template(id)
 	if !ok {

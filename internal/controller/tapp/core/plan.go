@@ -14,7 +14,7 @@ type Plan struct {
 	// Issues are the spec-level issues of the Pass plus those found while planning (TemplateNotFound,
 	// PodNameConflict, MalformedPod, InvalidSpec). The reconciler appends its write failures.
 	Issues []Issue
-	// Budget reports the budget computation (§6.2).
+	// Budget reports the budget computation.
 	Budget BudgetReport
 }
 
@@ -30,13 +30,13 @@ type BudgetReport struct {
 	Scheduled []int
 }
 
-// Candidate is an id with an Update or Recreate, on the rolling or the force path (§6.2).
+// Candidate is an id with an Update or Recreate, on the rolling or the force path.
 type Candidate struct {
 	ID      int
 	Rolling bool
 }
 
-// scheduleUpdates selects the budget candidates to act on (§6.2): the force path first with the force
+// scheduleUpdates selects the budget candidates to act on: the force path first with the force
 // budget, then the rolling path with the rolling budget, each in ascending id order, sharing the available
 // set A (ids available and not pending; not modified). A candidate not in A is always scheduled; one in A is
 // scheduled, and removed from A, while |A| > D − budget; otherwise it is skipped and the next one is tried.
@@ -72,7 +72,7 @@ func scheduleUpdates(cands []Candidate, available map[int]bool, d, forceBudget, 
 	return slices.Compact(out)
 }
 
-// Plan decides every id's action (§4.2), budgets the updates (§6.2) and the gate writes (§6.4) from the
+// Plan decides every id's action, budgets the updates and the gate writes from the
 // observed pods. It has no side effects.
 func (p *Pass) Plan(obs Observation) *Plan {
 	plan := &Plan{Issues: slices.Clone(p.Issues)}
@@ -142,7 +142,7 @@ func (p *Pass) budget(plan *Plan, obs *Observation) {
 	plan.Budget = rep
 }
 
-// availableSet returns A: the available desired-running ids without a pending expectation (§6.2).
+// availableSet returns A: the available desired-running ids without a pending expectation.
 func (p *Pass) availableSet(obs *Observation) map[int]bool {
 	out := map[int]bool{}
 	for id, pod := range obs.Pods {
@@ -174,24 +174,24 @@ func (p *Pass) gateEligible(a *InstanceAction) bool {
 	}
 }
 
-// GateWrites returns the actions whose gate condition must be written, ascending (§6.3 step 1).
+// GateWrites returns the actions whose gate condition must be written, ascending (execution step 1).
 func (p *Plan) GateWrites() []InstanceAction {
 	return p.filter(func(a *InstanceAction) bool { return a.Gate.Write })
 }
 
-// Deletes returns the Delete, Recreate and ForceDelete actions, ascending (§6.3 step 2).
+// Deletes returns the Delete, Recreate and ForceDelete actions, ascending (execution step 2).
 func (p *Plan) Deletes() []InstanceAction {
 	return p.filter(func(a *InstanceAction) bool {
 		return a.Action == ActionDelete || a.Action == ActionRecreate || a.Action == ActionForceDelete
 	})
 }
 
-// Creates returns the Create actions, ascending (§6.3 step 3).
+// Creates returns the Create actions, ascending (execution step 3).
 func (p *Plan) Creates() []InstanceAction {
 	return p.filter(func(a *InstanceAction) bool { return a.Action == ActionCreate })
 }
 
-// Updates returns the Update and Restamp actions, ascending (§6.3 step 4).
+// Updates returns the Update and Restamp actions, ascending (execution step 4).
 func (p *Plan) Updates() []InstanceAction {
 	return p.filter(func(a *InstanceAction) bool { return a.Action == ActionUpdate || a.Action == ActionRestamp })
 }

@@ -109,7 +109,7 @@ func runPlanCases(t *testing.T, tests map[string]planCase) {
 	}
 }
 
-// TestPlanActionRows: each row of §4.2.
+// TestPlanActionRows: each row of the action table.
 func TestPlanActionRows(t *testing.T) {
 	lost := func(o *Observation) { o.Nodes = map[string]*corev1.Node{} }
 	forceDelete := func(a *tkestackv1.TApp) { a.Spec.ForceDeletePod = true }
@@ -281,7 +281,7 @@ func ids(as []InstanceAction) []int {
 // outdated marks a pod as carrying an older template (same uniq hash: in-place candidate).
 var outdated = label(tkestackv1.TAppHashKey, "v1-0000000000000000")
 
-// TestPlanBudgets: exact scheduled sets for mixes of instance states (§6.2).
+// TestPlanBudgets: exact scheduled sets for mixes of instance states.
 func TestPlanBudgets(t *testing.T) {
 	tests := map[string]struct {
 		app       *testutil.TAppWrapper

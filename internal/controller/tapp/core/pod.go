@@ -17,7 +17,7 @@ func OwnerReference(app *tkestackv1.TApp) metav1.OwnerReference {
 	return *metav1.NewControllerRef(app, tkestackv1.GroupVersion.WithKind("TApp"))
 }
 
-// NewPod constructs the pod of instance id from the TApp and its resolved template (§3): name <tapp>-<id>
+// NewPod constructs the pod of instance id from the TApp and its resolved template: name <tapp>-<id>
 // in the TApp's namespace; labels = template labels + instance label + both hash labels; annotations and
 // finalizers from the template; spec = deep copy of the template spec + the in-place readiness gate (when
 // missing) + hostname/subdomain (when serviceName is set) + claim volumes; controller ownerReference to the
@@ -55,7 +55,7 @@ func NewPod(app *tkestackv1.TApp, id int, tpl *Template) *corev1.Pod {
 	return pod
 }
 
-// withClaimVolumes puts one volume per claim template into vols (§3): a volume of the claim's name is
+// withClaimVolumes puts one volume per claim template into vols: a volume of the claim's name is
 // replaced in place, others are appended in claim-template order.
 func withClaimVolumes(vols []corev1.Volume, app *tkestackv1.TApp, id int) []corev1.Volume {
 	for i := range app.Spec.VolumeClaimTemplates {
@@ -92,7 +92,7 @@ func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 	return nil
 }
 
-// NewGateCondition returns the gate condition drover writes (strategic merge by type, §6.4).
+// NewGateCondition returns the gate condition drover writes (strategic merge by type).
 func NewGateCondition(status corev1.ConditionStatus, now time.Time) corev1.PodCondition {
 	return corev1.PodCondition{
 		Type:               tkestackv1.InPlaceUpdateReady,
@@ -115,7 +115,7 @@ func WithGate(pod *corev1.Pod, status corev1.ConditionStatus, now time.Time) *co
 	return out
 }
 
-// AfterCreate returns the post-action view of a created pod (§1): it exists, phase Pending, no conditions.
+// AfterCreate returns the post-action view of a created pod: it exists, phase Pending, no conditions.
 // Apply WithGate afterwards for the gate written right after the create.
 func AfterCreate(created *corev1.Pod) *corev1.Pod {
 	out := created.DeepCopy()
@@ -134,7 +134,7 @@ func AfterGracefulDelete(pod *corev1.Pod, now time.Time) *corev1.Pod {
 	return out
 }
 
-// shouldForceDelete reports whether a pod is force deleted (grace 0, UID precondition) under §12:
+// shouldForceDelete reports whether a pod is force deleted (grace 0, UID precondition):
 // spec.forceDeletePod, the pod is terminating and bound to a node, and the node is absent from the cache
 // (node == nil) or its Ready condition is False or Unknown. A node without a Ready condition does not
 // qualify.
@@ -153,7 +153,7 @@ func shouldForceDelete(forceDeletePod bool, pod *corev1.Pod, node *corev1.Node) 
 	return false
 }
 
-// willMigrate reports whether a pod in phase Succeeded or Failed is deleted and recreated (§9), first match:
+// willMigrate reports whether a pod in phase Succeeded or Failed is deleted and recreated, first match:
 // neverMigrate → no; bound to a node but without any container or init-container status (rejected by the
 // kubelet) → yes; restartPolicy (of the resolved template, else the pod's own) Always → yes; OnFailure →
 // yes iff Failed; otherwise no. Pods in other phases never migrate.

@@ -11,7 +11,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// ClaimName returns the PVC name of a claim template for an instance: <claim>-<tapp>-<id> (§3).
+// ClaimName returns the PVC name of a claim template for an instance: <claim>-<tapp>-<id>.
 func ClaimName(claim, tappName string, id int) string {
 	return claim + "-" + tappName + "-" + FormatID(id)
 }
@@ -30,7 +30,7 @@ func parseClaimName(app *tkestackv1.TApp, pvcName string) (claim string, id int,
 	return "", 0, false
 }
 
-// DesiredClaims returns the PVCs an instance needs, in claim-template order (§10): namespace of the TApp,
+// DesiredClaims returns the PVCs an instance needs, in claim-template order: namespace of the TApp,
 // labels = claim labels + the selector's matchLabels, annotations and spec deep-copied from the claim
 // template, and a controller ownerReference to the TApp when whenDeleted is Delete. The TApp is not
 // modified.
@@ -62,7 +62,7 @@ func DesiredClaims(app *tkestackv1.TApp, id int, settings *Settings) []*corev1.P
 	return out
 }
 
-// ClaimState is what an existing PVC means for creating an instance's pod (§10).
+// ClaimState is what an existing PVC means for creating an instance's pod.
 type ClaimState string
 
 const (
@@ -110,7 +110,7 @@ func ManagedClaim(app *tkestackv1.TApp, settings *Settings, pvc *corev1.Persiste
 }
 
 // ClaimOwnerFix returns the copy of an in-range managed PVC whose TApp ownerReference must be added
-// (whenDeleted Delete) or removed (whenDeleted Retain) after a policy change (§10); false when nothing
+// (whenDeleted Delete) or removed (whenDeleted Retain) after a policy change; false when nothing
 // changes. PVCs of out-of-range ids and PVCs not managed by this TApp are left alone.
 func ClaimOwnerFix(app *tkestackv1.TApp, settings *Settings, pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, bool) {
 	id, ok := ManagedClaim(app, settings, pvc)
@@ -133,7 +133,7 @@ func ClaimOwnerFix(app *tkestackv1.TApp, settings *Settings, pvc *corev1.Persist
 	}
 }
 
-// ScaledClaimsToDelete returns the PVCs deleted under whenScaled Delete (§10): managed PVCs of out-of-range
+// ScaledClaimsToDelete returns the PVCs deleted under whenScaled Delete: managed PVCs of out-of-range
 // ids whose pod is gone (absent from pods) and that have no pending expectation, sorted by name. Nothing is
 // returned under Retain, for a blocked spec or while the TApp is being deleted.
 func ScaledClaimsToDelete(app *tkestackv1.TApp, settings *Settings, pvcs []*corev1.PersistentVolumeClaim,

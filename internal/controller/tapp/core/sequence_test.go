@@ -14,7 +14,7 @@ import (
 )
 
 // world is an in-memory stand-in for the API server and kubelets: it executes plans the way the reconciler
-// will (§6.3), builds the post-action view, stores the derived status, then lets "kubelets" act.
+// will, builds the post-action view, stores the derived status, then lets "kubelets" act.
 type world struct {
 	t        *testing.T
 	app      *tkestackv1.TApp
@@ -393,7 +393,7 @@ func TestSequenceBatchDeleteEachFinishedPod(t *testing.T) {
 }
 
 // TestSequenceSeedRepoint: applying the seed's "different templates" manifest over the single-template one
-// changes no pod, because identical templates hash alike (§5.1).
+// changes no pod, because identical templates hash alike.
 func TestSequenceSeedRepoint(t *testing.T) {
 	w := newWorld(t, newApp(3).Obj())
 	w.settle(8)
@@ -406,7 +406,7 @@ func TestSequenceSeedRepoint(t *testing.T) {
 }
 
 // TestSequenceUpstreamPods: pods written by upstream TApp (decimal hashes) are re-stamped when they run the
-// template's images, and recreated under the budget otherwise (§5.3).
+// template's images, and recreated under the budget otherwise.
 func TestSequenceUpstreamPods(t *testing.T) {
 	w := newWorld(t, newApp(2).Obj())
 	w.settle(8)

@@ -10,14 +10,14 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// Summary holds the counts of a view that the counters and conditions are computed from (§2.3, §15).
+// Summary holds the counts of a view that the counters and conditions are computed from.
 type Summary struct {
 	// D is the number of desired-running ids.
 	D int
 	// Updated counts desired-running ids whose pod exists, is not terminating, carries the resolved
 	// template's hash and has no in-place update in progress.
 	Updated int
-	// Available counts desired-running ids whose pod is available (§4.5) and not pending.
+	// Available counts desired-running ids whose pod is available and not pending.
 	Available int
 	// Missing counts desired-running ids without a pod that are to be created (not finished instances).
 	Missing int
@@ -76,7 +76,7 @@ func (p *Pass) Summarize(view Observation) Summary {
 	return s
 }
 
-// Status builds the whole status from a view (normally the post-action view, §15) and the pass's issues
+// Status builds the whole status from a view (normally the post-action view) and the pass's issues
 // (Plan.Issues plus write failures): statuses, counters, appStatus, scaleLabelSelector, conditions (with
 // transition times kept from the stored status when unchanged) and observedGeneration. It also returns
 // the RequeueAfter of minReadySeconds waits. The reconciler writes it only when it differs from the stored
@@ -102,7 +102,7 @@ func (p *Pass) Status(view Observation, issues []Issue) (tkestackv1.TAppStatus, 
 }
 
 // Conditions returns the stored conditions with Available, Progressing and ReplicaFailure set from a summary
-// and the issues (§15), each with observedGeneration; lastTransitionTime is now for a changed status and
+// and the issues, each with observedGeneration; lastTransitionTime is now for a changed status and
 // kept otherwise. Conditions of other types are kept.
 func (p *Pass) Conditions(sum Summary, issues []Issue, now time.Time) []metav1.Condition {
 	conds := slices.Clone(p.App.Status.Conditions)

@@ -15,7 +15,7 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// Template is a resolved template (§5.1) with its hashes (§5.2), computed once per pass.
+// Template is a resolved template with its hashes, computed once per pass.
 type Template struct {
 	// Name is the template name: "default" for spec.template, else the templatePool key.
 	Name string
@@ -27,16 +27,16 @@ type Template struct {
 	// maxUnavailable, all others under forceUpdate.maxUnavailable.
 	Rolling bool
 	// MatchesSelector is false when the template's labels do not match the effective selector: pods of it
-	// would be released at once, so its ids are neither created nor updated to it (§18).
+	// would be released at once, so its ids are neither created nor updated to it.
 	MatchesSelector bool
 }
 
-// Settings is the TApp spec with the webhook's defaults applied in memory (§2.2; never written back except
-// the derived selector) and the runtime validation of §18 applied.
+// Settings is the TApp spec with the webhook's defaults applied in memory (never written back except
+// the derived selector) and the controller's own validation applied (the webhook may be bypassed).
 type Settings struct {
 	// DefaultTemplateName is the effective default template name (compat alias folded, "default" when empty).
 	DefaultTemplateName string
-	// RollingTemplateName is updateStrategy.template, else DefaultTemplateName (§5.1).
+	// RollingTemplateName is updateStrategy.template, else DefaultTemplateName.
 	RollingTemplateName string
 	// MaxUnavailable and ForceMaxUnavailable are the valid budgets (defaults replace absent or invalid ones).
 	MaxUnavailable, ForceMaxUnavailable intstr.IntOrString
@@ -51,9 +51,9 @@ type Settings struct {
 	// Selector is the effective selector; nil when it is invalid (then Blocked is true).
 	Selector *metav1.LabelSelector
 	// SelectorDerived is true when spec.selector was nil and Selector was derived from spec.template's
-	// labels: the reconciler persists it once (§2.2).
+	// labels: the reconciler persists it once.
 	SelectorDerived bool
-	// Blocked is true when the spec is invalid in a way that forbids every pod write (§18): no usable
+	// Blocked is true when the spec is invalid in a way that forbids every pod write: no usable
 	// selector. Status is still computed and written.
 	Blocked bool
 	// Deleting is true when the TApp has a deletionTimestamp: no creates, updates or deletes (GC does the
@@ -63,7 +63,7 @@ type Settings struct {
 	Killed map[int]bool
 }
 
-// Options are the manager-level settings of the TApp controller (§2.5): the inputs of every pass
+// Options are the manager-level settings of the TApp controller: the inputs of every pass
 // (DeletePodAfterAppFinish, the only field NewPass reads) and the controller's concurrency (Setup).
 type Options struct {
 	// DeletePodAfterAppFinish is the manager's --tapp-delete-pod-after-app-finish default, used when
@@ -78,7 +78,7 @@ type Options struct {
 
 var percentBudget = regexp.MustCompile(`^[0-9]+%$`)
 
-// ValidBudget reports whether a maxUnavailable value is valid at runtime (§2.2): an int >= 1 or "<n>%" with
+// ValidBudget reports whether a maxUnavailable value is valid at runtime: an int >= 1 or "<n>%" with
 // n in 1..100.
 func ValidBudget(v *intstr.IntOrString) bool {
 	if v == nil {
@@ -95,7 +95,7 @@ func ValidBudget(v *intstr.IntOrString) bool {
 }
 
 // budgetValue resolves a valid budget against D desired-running instances: an int as given, a percent of D
-// rounded up (§6.2). Invalid values resolve to 0; callers use Settings, whose budgets are valid.
+// rounded up. Invalid values resolve to 0; callers use Settings, whose budgets are valid.
 func budgetValue(v intstr.IntOrString, d int) int {
 	if !ValidBudget(&v) {
 		return 0
@@ -133,7 +133,7 @@ func scaleLabelSelector(sel *metav1.LabelSelector) string {
 	return s.String()
 }
 
-// settingsOf computes the Settings of a TApp and the spec-level issues found (§2.2, §18).
+// settingsOf computes the Settings of a TApp and the spec-level issues found.
 func settingsOf(app *tkestackv1.TApp, opts Options) (Settings, []Issue) {
 	spec := &app.Spec
 	s := Settings{
@@ -188,7 +188,7 @@ func invalidSpec(subject, message string) Issue {
 	return Issue{Reason: tkestackv1.ReasonInvalidSpec, Subject: subject, Message: subject + ": " + message}
 }
 
-// selectorOf returns the effective selector (§2.2, §18): spec.selector, else derived from spec.template.
+// selectorOf returns the effective selector: spec.selector, else derived from spec.template.
 // Invalid means: none derivable, unparsable, empty, or matching no template.
 func selectorOf(spec *tkestackv1.TAppSpec) (sel *metav1.LabelSelector, derived bool, issue *Issue) {
 	sel = spec.Selector
@@ -249,7 +249,7 @@ func resolveTemplates(spec *tkestackv1.TAppSpec, rolling string, sel labels.Sele
 	return out, issues
 }
 
-// UnusedTemplates returns the templatePool entries autoDeleteUnusedTemplate removes (§13), sorted: all but
+// UnusedTemplates returns the templatePool entries autoDeleteUnusedTemplate removes, sorted: all but
 // those named by a value of spec.templates (any id), by the effective defaultTemplateName (when not
 // "default") or by a non-empty updateStrategy.template.
 func UnusedTemplates(spec *tkestackv1.TAppSpec) []string {
