@@ -310,6 +310,32 @@ func TestReconcileStatusOfDeletedTAppIsNoError(t *testing.T) {
 	}
 }
 
+// TestReconcileWarningNotesAreBounded: a failed write's Warning carries the error, cut to the size the kit
+// allows an event note, however long the API server's message is.
+func TestReconcileWarningNotesAreBounded(t *testing.T) {
+	long := strings.Repeat("quota ", 1000)
+	f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New(long))
+		},
+	})
+	if _, err := f.reconcile(); !apierrors.IsForbidden(err) {
+		t.Fatalf("reconcile error = %v, want the Forbidden error", err)
+	}
+	var notes []string
+	for len(f.events.Events) > 0 {
+		if e, ok := strings.CutPrefix(<-f.events.Events, "Warning FailedCreate "); ok {
+			notes = append(notes, e)
+		}
+	}
+	if len(notes) != 1 {
+		t.Fatalf("FailedCreate warnings %q, want one", notes)
+	}
+	if n := len(notes[0]); n > kit.MaxMessageBytes || !strings.HasSuffix(notes[0], "...") {
+		t.Errorf("note of %d bytes ending %q, want at most %d ending with ...", n, notes[0][max(n-10, 0):], kit.MaxMessageBytes)
+	}
+}
+
 func TestReconcileKillAndRestart(t *testing.T) {
 	var uid types.UID
 	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{
