@@ -99,7 +99,7 @@ type run struct {
 }
 
 // Reconcile is keyed by the TApp's namespace/name. It reads like the table of contents of a pass: sync the
-// spec, observe, claim pods, plan, execute, write the status, emit the events.
+// spec, list and claim the pods (claimPods writes), observe, plan, execute, write the status, emit the events.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app, err := r.getTApp(ctx, req.NamespacedName)
 	if err != nil {
