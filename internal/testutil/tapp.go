@@ -189,3 +189,15 @@ func (w *TAppWrapper) StatusStatuses(app tkestackv1.AppStatus, statuses map[stri
 	}
 	return w
 }
+
+// Templates sets spec.templates (instance id → template name) to a copy of m.
+func (w *TAppWrapper) Templates(m map[string]string) *TAppWrapper {
+	w.Spec.Templates = copyMap(m)
+	return w
+}
+
+// Mutate applies f to the TApp, for what no other method sets.
+func (w *TAppWrapper) Mutate(f func(*tkestackv1.TApp)) *TAppWrapper {
+	f(&w.TApp)
+	return w
+}

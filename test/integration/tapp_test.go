@@ -167,11 +167,21 @@ func bindPod(ctx context.Context, ns, pod, node string) {
 
 // reconcileErrors returns how many passes of a controller returned an error so far.
 func reconcileErrors(controllerName string) float64 {
+	return controllerCounter("controller_runtime_reconcile_errors_total", controllerName)
+}
+
+// reconcileTotal returns how many reconciles the controller has finished, whatever their result.
+func reconcileTotal(controllerName string) float64 {
+	return controllerCounter("controller_runtime_reconcile_total", controllerName)
+}
+
+// controllerCounter sums a controller-runtime counter over the series of one controller.
+func controllerCounter(metric, controllerName string) float64 {
 	families, err := metrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	var total float64
 	for _, mf := range families {
-		if mf.GetName() != "controller_runtime_reconcile_errors_total" {
+		if mf.GetName() != metric {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -331,9 +341,6 @@ var _ = Describe("TApp", func() {
 		Eventually(condition(ns, seedTApp, tkestackv1.TAppProgressing)).Should(Equal("False/RolloutComplete"))
 
 		By("making no write at steady state, whatever triggers a pass")
-		// A metadata-only patch (an update would re-serialise the spec and bump the generation).
-		Expect(k8sClient.Patch(ctx, getTApp(ns, seedTApp), client.RawPatch(types.MergePatchType,
-			[]byte(`{"metadata":{"annotations":{"touched":"yes"}}}`)))).To(Succeed())
 		versions := func() []string {
 			out := []string{getTApp(ns, seedTApp).ResourceVersion}
 			for _, name := range podNames(ns)() {
@@ -341,7 +348,16 @@ var _ = Describe("TApp", func() {
 			}
 			return out
 		}
+		passes := reconcileTotal(tapp.ControllerName)
 		before := versions()
+		// A metadata-only patch (an update would re-serialise the spec and bump the generation); the versions
+		// taken before it, with the TApp's as the patch left it, catch any write of the pass it triggers.
+		touched := getTApp(ns, seedTApp)
+		Expect(k8sClient.Patch(ctx, touched, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"touched":"yes"}}}`)))).To(Succeed())
+		before[0] = touched.ResourceVersion
+		Eventually(func() float64 { return reconcileTotal(tapp.ControllerName) }).Should(BeNumerically(">", passes),
+			"the patch triggers a pass")
 		Consistently(versions, "2s", "200ms").Should(Equal(before))
 
 		By("killing instance 1 through spec.statuses")

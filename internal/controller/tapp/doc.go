@@ -1,68 +1,52 @@
-// Package tapp holds the TApp controller of drover (apps.tkestack.io/v1, specs/tapp.md).
+// Package tapp holds the TApp controller of drover (apps.tkestack.io/v1; user guide: docs/tapp.md).
 //
-// Most of it is pure logic: status derivation, planning, budgets, hashing, pod construction, in-place merging
-// and completion detection. Those functions never read or write the API and are deterministic in their
-// arguments (time is passed in). The I/O lives in a few files only, a thin sequence of reads, writes and
-// expectation bookkeeping around the pure core: reconciler.go (Reconcile, status write, result),
-// observe_io.go (step 2), execute.go (step 4, §6.3), pvc_io.go (§10), spec_io.go (selector persistence and
-// template pruning), expectations.go (§14), handlers.go and index.go (watches and field indexes), events.go,
-// metrics.go, parallel.go (bounded concurrency, slow start) and setup.go.
+// The decisions are made by the pure core, package core: status derivation, planning, budgets, hashing, pod
+// construction, in-place merging and completion detection, deterministic in their arguments (time is
+// passed in) and without API access. This package is the thin sequence of reads, writes and expectation
+// bookkeeping around it: reconciler.go (Reconcile, its outcome), spec_io.go (selector persistence and
+// template pruning), observe_io.go (the owned pods, their release and adoption, the observation),
+// execute.go (the pod writes), pvc_io.go (PVC retention), expectations.go (writes the cache has not shown
+// yet), handlers.go and index.go (watches and field indexes), events.go, metrics.go and setup.go. Writes run
+// on the shared kit (internal/kit): bounded, creates in slow start.
 //
 // # Data flow of one reconcile pass
 //
-//  1. Prepare. pass := NewPass(app, Options{DeletePodAfterAppFinish: flag}) applies the webhook defaults in
-//     memory (Settings: effective defaultTemplateName with the capitalised alias folded, rolling template
-//     name, valid budgets, retention, deletePodAfterAppFinish, effective selector), resolves and hashes every
-//     template once (Template: Hash, UniqHash, Rolling, MatchesSelector) and partitions [0, replicas) into
-//     desired-running and completed ids from the previous status (Desired, §4.1). Spec-level problems are in
-//     pass.Issues. If Settings.SelectorDerived, persist Settings.Selector once (§2.2). If Settings.Blocked,
-//     no pod write may happen (the plan contains none); the status is still written.
+//  1. Prepare. pass := core.NewPass(app, core.Options{DeletePodAfterAppFinish: flag}) applies the webhook
+//     defaults in memory, resolves and hashes every template once and partitions [0, replicas) into
+//     desired-running and completed ids from the previous status. Spec-level problems are in pass.Issues.
+//     If Settings.SelectorDerived, persist Settings.Selector once; autoDeleteUnusedTemplate prunes unused
+//     templatePool entries (syncSpec; a pass that patched the spec ends there). If Settings.Blocked, no pod
+//     write may happen (the plan contains none); the status is still written.
 //
-//  2. Observe. List the pods controlled by the TApp (owner-UID index), then ClassifyPods(app, pods) gives the
-//     well-formed pods by id (Classified.Pods), the malformed ones and the ids whose name a malformed pod
-//     occupies. Adoption and release use CanAdopt and ShouldRelease with pass.Selector(). For every id in
-//     pass.Missing(pods) look the pod name up in the cache: a pod of another owner there goes into
-//     NameTaken. Fill Observation{Pods, Malformed, NameTaken, Expecting (ids with unsatisfied
-//     expectations), Nodes (cached nodes of terminating pods; absent = missing from the cache), Now}.
+//  2. Observe. List the pods controlled by the TApp (owner-UID index); claimPods releases those that no
+//     longer match the selector and adopts orphans (core.ShouldRelease, core.CanAdopt: the step's writes).
+//     observe then only reads: core.ClassifyPods gives the well-formed pods by id, the malformed ones and
+//     the ids whose name a malformed pod occupies; pending expectations replace what the cache does not
+//     show yet; names held by pods of other owners go into NameTaken; the nodes of terminating pods decide
+//     force deletion. The result is a core.Observation.
 //
-//  3. Plan. plan := pass.Plan(obs) applies the action table of §4.2 (first matching row wins) to every id
-//     with a pod and every desired-running id, budgets Update/Recreate candidates (§6.2, ScheduleUpdates:
-//     force path then rolling path, ascending ids; updating an unavailable pod costs nothing), and decides gate
-//     writes (§6.4, DecideGate). Each InstanceAction carries the observed Pod, the resolved Template and,
-//     for Create and Update, the Desired pod built by NewPod. plan.Issues feed ReplicaFailure and events.
+//  3. Plan. plan := pass.Plan(obs) applies the action table (first matching row wins) to every id with a
+//     pod and every desired-running id, budgets the Update/Recreate candidates (force path then rolling
+//     path, ascending ids; updating an unavailable pod costs nothing) and decides gate writes. plan.Issues
+//     feed ReplicaFailure and events.
 //
-//  4. Execute, in the order of §6.3, recording expectations and building the post-action view (a clone of
-//     obs.Pods with every successful write applied). The steps are listed below this list.
+//  4. Execute, in this order, recording expectations and building the post-action view (the observed pods
+//     with every successful write applied):
+//     - plan.GateWrites(): status patch of the gate condition; when it completes an in-place update, an
+//     InPlaceUpdateCompleted event and the duration metric.
+//     - plan.Deletes(): graceful deletes, and deletes with grace 0 of terminating pods on lost nodes, all
+//     with a UID precondition.
+//     - plan.Creates(): the PVCs of the instance (a PVC being deleted waits, one of another owner fails the
+//     id), then the pod, then its gate True; in slow-start batches.
+//     - plan.Updates(): re-stamps and metadata-only patches; in-place updates write the gate False, then
+//     patch the pod computed from the object that write returned (guarded by its resourceVersion).
+//     - PVC retention: the TApp ownerReference of in-range PVCs follows whenDeleted; under whenScaled:
+//     Delete the PVCs of removed ids go once no pod of their name exists.
+//     Failed writes become issues with FailedCreate, FailedDelete or FailedUpdate.
 //
-//  5. Status. status, requeueAfter := pass.Status(view, issues) derives statuses (§4.3, InstanceStatuses),
-//     counters (StatusCounts, Summarize), appStatus (§4.4), scaleLabelSelector and the three conditions
-//     (§15; transition times kept when unchanged). Write it only if it differs from the stored status;
-//     requeue after requeueAfter for minReadySeconds. Emit events after the write; to keep a pass that
-//     changes nothing free of writes, emit Warning events for issues only when the ReplicaFailure condition
-//     changes.
-//
-// The execution steps of 4:
-//
-//   - plan.GateWrites(): status patch of the gate condition (NewGateCondition); view: WithGate. When
-//     Gate.Completed, emit InPlaceUpdateCompleted and observe the duration from RecordOf(pod).StartTime.
-//   - plan.Deletes(): ActionDelete and ActionRecreate delete gracefully (view: AfterGracefulDelete),
-//     ActionForceDelete with grace 0 (view: remove the id). All with a UID precondition.
-//   - plan.Creates(): for each claim of DesiredClaims(app, id, &pass.Settings) check the cached PVC with
-//     CheckClaim (create Missing ones; Terminating waits; Conflict fails the id), then create a.Desired (slow
-//     start) and write the gate True; view: WithGate(AfterCreate(created), True, now).
-//   - plan.Updates(): ActionRestamp patches Restamp(a.Pod, a.Template); ActionUpdate with !a.InPlace patches
-//     MergePod(a.Pod, a.Desired); both may follow a gate write of step 1, so apply them to the view's
-//     current entry. With a.InPlace: write the gate False, then StartInPlaceUpdate(gatedPod, a.Desired, now)
-//     and patch that (guarded by gatedPod's resourceVersion); view: the patched pod (gate False, new labels
-//     and images).
-//   - PVC retention: ClaimOwnerFix for in-range PVCs, ScaledClaimsToDelete for removed ids.
-//
-// Failed writes become Issues with FailedCreate, FailedDelete or FailedUpdate and are passed to Status.
-//
-// # Hashing
-//
-// TemplateHash and UniqHash (§5.2) serialise canonically: Kubernetes JSON, null/{}/[] dropped, sorted keys,
-// FNV-1a 64, "v1-<16 hex>". On top of the spec's algorithm, fields holding their apiserver default value are
-// cleared first (canonical.go), so a template with defaults spelled out hashes like the same template
-// without them. List elements that become empty are kept as {} so list positions keep their meaning.
+//  5. Status. pass.Status(view, issues) derives the whole status; it is written (an update of the status
+//     subresource) only if it differs from the stored one. Events are emitted after the write; to keep a
+//     pass that changes nothing free of writes, the Warnings of plan issues go out only when the
+//     ReplicaFailure condition changes. The pass requeues for minReadySeconds waits, PVCs being deleted,
+//     expectation expiry and lost races (kit.Outcome, kit.Backoff).
 package tapp

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,82 +16,83 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
-// writeGates is step 1 of §6.3: the gate condition of current pods, where it differs from the desired one
-// (§6.4). A write that turns the gate True after an in-place update completes it.
+// writeGates is step 1 of the execution order (execute): the gate condition of current pods, where it differs from the desired one
+// . A write that turns the gate True after an in-place update completes it.
 func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
 	gates := rn.plan.GateWrites()
-	results := boundedDo(len(gates), r.cfg.PodWriteConcurrency, func(i int) (*corev1.Pod, error) {
-		return r.writeGate(ctx, gates[i].Pod, gates[i].Gate.Status, rn.now)
+	results := kit.Run(ctx, r.writes(), gates, func(ctx context.Context, a core.InstanceAction) (*corev1.Pod, error) {
+		return r.writeGate(ctx, a.Pod, a.Gate.Status, rn.now)
 	})
 	for i, a := range gates {
 		res := results[i]
-		if res.err != nil {
-			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), a.Pod, res.err)
+		if res.Err != nil {
+			rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), a.Pod, res.Err)
 			continue
 		}
-		rn.view[a.ID] = res.val
-		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: res.val.UID, rv: res.val.ResourceVersion, pod: res.val})
+		rn.view[a.ID] = res.Out
+		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: res.Out.UID, rv: res.Out.ResourceVersion, pod: res.Out})
 		if a.Gate.Completed {
 			r.completeInPlaceUpdate(rn, a.Pod)
 		}
 	}
 }
 
-// completeInPlaceUpdate reports the end of an in-place update: event and duration metric (§15).
+// completeInPlaceUpdate reports the end of an in-place update: event and duration metric.
 func (r *Reconciler) completeInPlaceUpdate(rn *run, pod *corev1.Pod) {
 	msg := "In-place update of pod " + pod.Name + " completed"
-	if rec, ok := RecordOf(pod); ok && !rec.StartTime.IsZero() {
+	if rec, ok := core.RecordOf(pod); ok && !rec.StartTime.IsZero() {
 		d := rn.now.Sub(rec.StartTime.Time)
 		inPlaceUpdateDuration.Observe(max(d, 0).Seconds())
 		msg += " after " + d.Round(time.Second).String()
 	}
-	rn.normal(tkestackv1.ReasonInPlaceUpdateCompleted, actionUpdate, pod, "%s", msg)
+	rn.events.Normal(tkestackv1.ReasonInPlaceUpdateCompleted, actionUpdate, pod, "%s", msg)
 }
 
-// deletePods is step 2 of §6.3: graceful deletes (completed, out-of-range, migrating and recreated pods)
-// and force deletes (§12), all with a UID precondition.
+// deletePods is step 2 of the execution order: graceful deletes (completed, out-of-range, migrating and recreated pods)
+// and force deletes, all with a UID precondition.
 func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
 	dels := rn.plan.Deletes()
-	results := boundedDo(len(dels), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
-		return struct{}{}, r.deletePod(ctx, dels[i].Pod, dels[i].Action == ActionForceDelete)
+	results := kit.Run(ctx, r.writes(), dels, func(ctx context.Context, a core.InstanceAction) (struct{}, error) {
+		return struct{}{}, r.deletePod(ctx, a.Pod, a.Action == core.ActionForceDelete)
 	})
 	for i, a := range dels {
-		force := a.Action == ActionForceDelete
-		if err := results[i].err; err != nil && !apierrors.IsNotFound(err) {
-			rn.fail(tkestackv1.ReasonFailedDelete, FormatID(a.ID), a.Pod, err)
+		force := a.Action == core.ActionForceDelete
+		if err := results[i].Err; err != nil && !apierrors.IsNotFound(err) {
+			rn.fail(tkestackv1.ReasonFailedDelete, core.FormatID(a.ID), a.Pod, err)
 			continue
 		}
 		x := &expectation{kind: expectDelete, uid: a.Pod.UID, graceful: !force}
-		if force || results[i].err != nil {
+		if force || results[i].Err != nil {
 			delete(rn.view, a.ID)
 		} else {
-			x.pod = AfterGracefulDelete(rn.view[a.ID], rn.now)
+			x.pod = core.AfterGracefulDelete(rn.view[a.ID], rn.now)
 			rn.view[a.ID] = x.pod
 		}
 		r.expect(rn, a.ID, x)
 		switch {
-		case results[i].err != nil: // already gone
+		case results[i].Err != nil: // already gone
 		case force:
-			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod,
+			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod,
 				"Deleted pod %s with grace period 0: its node %s is lost", a.Pod.Name, a.Pod.Spec.NodeName)
 		default:
-			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod, "Deleted pod %s (%s)", a.Pod.Name, deleteWhy(rn, a))
+			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod, "Deleted pod %s (%s)", a.Pod.Name, deleteWhy(rn, a))
 		}
 	}
 }
 
 // deleteWhy says why a pod was deleted, for the event.
-func deleteWhy(rn *run, a InstanceAction) string {
+func deleteWhy(rn *run, a core.InstanceAction) string {
 	switch {
-	case a.Action == ActionRecreate:
+	case a.Action == core.ActionRecreate:
 		return "recreated with its new template"
-	case a.Class == ClassOutOfRange:
+	case a.Class == core.ClassOutOfRange:
 		return "scaled down"
-	case a.Class == ClassCompleted && rn.pass.Settings.Killed[a.ID]:
+	case a.Class == core.ClassCompleted && rn.pass.Settings.Killed[a.ID]:
 		return "killed"
-	case a.Class == ClassCompleted:
+	case a.Class == core.ClassCompleted:
 		return "instance finished"
 	default:
 		return "pod finished and migrates"
@@ -109,39 +112,43 @@ type createOutcome struct {
 	gateErr        error
 }
 
-// createPods is step 3 of §6.3: creates in ascending id, in slow-start batches (§17); PVCs first (§10),
-// then the pod, then its gate True.
+// createPods is step 3 of the execution order: creates in ascending id, in slow-start batches; PVCs first,
+// then the pod, then its gate True. A create that finds its name taken (AlreadyExists) does not stop them.
 func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 	creates := rn.plan.Creates()
-	results := slowStart(len(creates), r.cfg.PodWriteConcurrency, func(i int) (createOutcome, error) {
-		return r.createInstance(ctx, rn, creates[i])
+	exec := kit.Executor{Max: r.cfg.PodWriteConcurrency, SlowStart: true, Tolerate: kit.TolerateAlreadyExists}
+	results := kit.Run(ctx, exec, creates, func(ctx context.Context, a core.InstanceAction) (createOutcome, error) {
+		return r.createInstance(ctx, rn, a)
 	})
 	terminating := 0
 	for i, a := range creates {
 		res := results[i]
-		if !res.done {
+		if !res.Done {
 			continue
 		}
-		out := res.val
+		out := res.Out
 		for _, pvc := range out.claims {
-			rn.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, pvc, "Created PVC %s for instance %d", pvc.Name, a.ID)
+			rn.events.Normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, pvc, "Created PVC %s for instance %d", pvc.Name, a.ID)
 		}
 		switch {
-		case namespaceTerminating(res.err):
+		case kit.Harmless(res.Err):
+			// The namespace is being deleted: its content goes in no particular order, the pods often before
+			// the TApp, whose deletion follows; nothing can be created there any more, which is no failure
+			// (no issue, Warning, error or retry with backoff).
 			terminating++
-		case res.err != nil:
-			rn.fail(tkestackv1.ReasonFailedCreate, FormatID(a.ID), a.Desired, res.err)
+		case res.Err != nil:
+			rn.fail(tkestackv1.ReasonFailedCreate, core.FormatID(a.ID), a.Desired, res.Err)
 		case out.claimWait != "":
-			rn.claimWait = true
+			rn.out.RequeueAfter(claimWaitRequeueDelay)
 		case out.claimConflict != "":
 			// PVCs are not watched: the conflict ends without an event when the other owner's PVC goes.
-			rn.claimWait = true
-			rn.planIssues = append(rn.planIssues, idIssue(tkestackv1.ReasonFailedCreate, a.ID,
+			rn.out.RequeueAfter(claimWaitRequeueDelay)
+			rn.planIssues = append(rn.planIssues, core.IDIssue(tkestackv1.ReasonFailedCreate, a.ID,
 				"instance %d: PVC %s is controlled by another owner", a.ID, out.claimConflict))
 		case out.exists:
 			// The cache has not shown the pod of that name yet; when it is foreign, its events may not map to
-			// this TApp, so look again once the cache caught up (§14: PodNameConflict or adoption).
-			rn.conflict = true
+			// this TApp, so look again once the cache caught up (PodNameConflict or adoption).
+			rn.lostRace()
 		default:
 			r.recordCreate(rn, a, out)
 		}
@@ -151,48 +158,40 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 	}
 }
 
-// namespaceTerminating reports whether a create was refused because the namespace is being deleted. Its
-// content goes in no particular order, the pods often before the TApp: nothing can be created there any more
-// and the namespace's deletion removes the TApp as well, so such a refusal is no failure (no issue, Warning,
-// error or retry with backoff).
-func namespaceTerminating(err error) bool {
-	return err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
-}
-
 // recordCreate puts a created pod into the view, records its expectation and event, and reports a failed
 // gate write.
-func (r *Reconciler) recordCreate(rn *run, a InstanceAction, out createOutcome) {
+func (r *Reconciler) recordCreate(rn *run, a core.InstanceAction, out createOutcome) {
 	latest := out.created
-	view := AfterCreate(latest)
+	view := core.AfterCreate(latest)
 	if out.gated != nil {
 		latest = out.gated
-		view = WithGate(AfterCreate(latest), corev1.ConditionTrue, rn.now)
+		view = core.WithGate(core.AfterCreate(latest), corev1.ConditionTrue, rn.now)
 	}
 	rn.view[a.ID] = view
 	r.expect(rn, a.ID, &expectation{kind: expectCreate, uid: latest.UID, rv: latest.ResourceVersion, pod: view})
-	rn.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, out.created, "Created pod %s", out.created.Name)
+	rn.events.Normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, out.created, "Created pod %s", out.created.Name)
 	if out.gateErr != nil {
-		rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), out.created, out.gateErr)
+		rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), out.created, out.gateErr)
 	}
 }
 
 // createInstance creates the PVCs and the pod of one instance and writes its gate True. The error is a
 // failed create (PVC or pod); a failed gate write is in the outcome.
-func (r *Reconciler) createInstance(ctx context.Context, rn *run, a InstanceAction) (createOutcome, error) {
+func (r *Reconciler) createInstance(ctx context.Context, rn *run, a core.InstanceAction) (createOutcome, error) {
 	var out createOutcome
-	for _, claim := range DesiredClaims(rn.app, a.ID, &rn.pass.Settings) {
+	for _, claim := range core.DesiredClaims(rn.app, a.ID, &rn.pass.Settings) {
 		existing, err := r.cachedClaim(ctx, claim)
 		if err != nil {
 			return out, err
 		}
-		switch CheckClaim(rn.app, existing) {
-		case ClaimTerminating:
+		switch core.CheckClaim(rn.app, existing) {
+		case core.ClaimTerminating:
 			out.claimWait = claim.Name
 			return out, nil
-		case ClaimConflict:
+		case core.ClaimConflict:
 			out.claimConflict = claim.Name
 			return out, nil
-		case ClaimMissing:
+		case core.ClaimMissing:
 			err := r.cfg.Client.Create(ctx, claim)
 			switch {
 			case apierrors.IsAlreadyExists(err):
@@ -222,50 +221,52 @@ func (r *Reconciler) createInstance(ctx context.Context, rn *run, a InstanceActi
 // gate went False, the gated pod.
 type updateOutcome struct {
 	pod, gated *corev1.Pod
-	changes    []ContainerChange
+	changes    []core.ContainerChange
 }
 
-// updatePods is step 4 of §6.3: the scheduled updates in ascending id: re-stamps and metadata-only patches
-// (on top of a gate write of step 1), and in-place updates with the gate protocol of §6.4.
+// updatePods is step 4 of the execution order: the scheduled updates in ascending id: re-stamps and metadata-only patches
+// (on top of a gate write of step 1), and in-place updates with the gate protocol (gate False, then the
+// pod patch, then gate True once the containers run the new images).
 func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
 	ups := rn.plan.Updates()
 	bases := make([]*corev1.Pod, len(ups))
+	idx := make([]int, len(ups))
 	for i, a := range ups {
-		bases[i] = rn.view[a.ID]
+		bases[i], idx[i] = rn.view[a.ID], i
 	}
-	results := boundedDo(len(ups), r.cfg.PodWriteConcurrency, func(i int) (updateOutcome, error) {
+	results := kit.Run(ctx, r.writes(), idx, func(ctx context.Context, i int) (updateOutcome, error) {
 		return r.updateInstance(ctx, rn, ups[i], bases[i])
 	})
 	for i, a := range ups {
 		res := results[i]
-		if res.err != nil {
-			if g := res.val.gated; g != nil {
+		if res.Err != nil {
+			if g := res.Out.gated; g != nil {
 				rn.view[a.ID] = g
 				r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: g.UID, rv: g.ResourceVersion, pod: g})
 			}
-			rn.fail(tkestackv1.ReasonFailedUpdate, FormatID(a.ID), bases[i], res.err)
+			rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), bases[i], res.Err)
 			continue
 		}
-		pod := res.val.pod
+		pod := res.Out.pod
 		rn.view[a.ID] = pod
 		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: pod.UID, rv: pod.ResourceVersion, pod: pod})
-		if len(res.val.changes) > 0 {
-			rn.normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updating pod %s in place: %s", pod.Name, changeList(res.val.changes))
+		if len(res.Out.changes) > 0 {
+			rn.events.Normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updating pod %s in place: %s", pod.Name, changeList(res.Out.changes))
 		} else {
-			rn.normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updated the labels and annotations of pod %s", pod.Name)
+			rn.events.Normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updated the labels and annotations of pod %s", pod.Name)
 		}
 	}
 }
 
 // updateInstance patches one pod. An in-place image update first writes the gate False, then patches the
-// pod computed from the object that write returned, guarded by its resourceVersion (§6.4).
-func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a InstanceAction, base *corev1.Pod) (updateOutcome, error) {
+// pod computed from the object that write returned, guarded by its resourceVersion.
+func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a core.InstanceAction, base *corev1.Pod) (updateOutcome, error) {
 	switch {
-	case a.Action == ActionRestamp:
-		pod, err := r.patchPod(ctx, base, Restamp(base, a.Template))
+	case a.Action == core.ActionRestamp:
+		pod, err := r.patchPod(ctx, base, core.Restamp(base, a.Template))
 		return updateOutcome{pod: pod}, err
 	case !a.InPlace:
-		merged, _ := MergePod(base, a.Desired)
+		merged, _ := core.MergePod(base, a.Desired)
 		pod, err := r.patchPod(ctx, base, merged)
 		return updateOutcome{pod: pod}, err
 	}
@@ -274,7 +275,7 @@ func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a InstanceActi
 		return updateOutcome{}, err
 	}
 	for attempt := 1; ; attempt++ {
-		patched, changes, err := StartInPlaceUpdate(gated, a.Desired, rn.now)
+		patched, changes, err := core.StartInPlaceUpdate(gated, a.Desired, rn.now)
 		if err != nil {
 			return updateOutcome{gated: gated}, fmt.Errorf("computing the in-place update of pod %s: %w", base.Name, err)
 		}
@@ -288,7 +289,7 @@ func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a InstanceActi
 		// The kubelet (kwok here) reacts to the gate write by recomputing Ready, which usually lands between
 		// (a) and (b). Rather than leaving the update to the next pass (gate True again, then False again),
 		// retry (b) from a fresh read while the gate is still False on the same pod: the record then takes
-		// the old container state from that object, as §6.4 wants. Deliberate uncached read: the cache is
+		// the old container state from that object, as it must. Deliberate uncached read: the cache is
 		// behind the write that caused the conflict.
 		fresh := &corev1.Pod{}
 		if rerr := r.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(gated), fresh); rerr != nil ||
@@ -299,18 +300,18 @@ func (r *Reconciler) updateInstance(ctx context.Context, rn *run, a InstanceActi
 	}
 }
 
-// inPlaceAttempts bounds the tries of the in-place patch (§6.4 b) of one pod in one pass.
+// inPlaceAttempts bounds the tries of the in-place patch of one pod in one pass.
 const inPlaceAttempts = 3
 
 // gateStatus returns the status of the pod's gate condition, or "" when it has none.
 func gateStatus(pod *corev1.Pod) corev1.ConditionStatus {
-	if c := GateCondition(pod); c != nil {
+	if c := core.GateCondition(pod); c != nil {
 		return c.Status
 	}
 	return ""
 }
 
-func changeList(changes []ContainerChange) string {
+func changeList(changes []core.ContainerChange) string {
 	parts := make([]string, len(changes))
 	for i, c := range changes {
 		parts[i] = c.Name + "=" + c.Image
@@ -319,12 +320,12 @@ func changeList(changes []ContainerChange) string {
 }
 
 // writeGate sets the pod's gate condition through the status subresource: a strategic merge on
-// status.conditions by type that touches only this condition (§6.4), guarded by the pod's UID. It returns
+// status.conditions by type that touches only this condition, guarded by the pod's UID. It returns
 // the pod the API server returned.
 func (r *Reconciler) writeGate(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, now time.Time) (*corev1.Pod, error) {
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID},
-		"status":   map[string]any{"conditions": []corev1.PodCondition{NewGateCondition(status, now)}},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{core.NewGateCondition(status, now)}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the gate of pod %s: %w", pod.Name, err)
@@ -349,6 +350,9 @@ func (r *Reconciler) patchPod(ctx context.Context, base, patched *corev1.Pod) (*
 	}
 	return out, nil
 }
+
+// writes is the executor of pod and PVC writes other than creates: bounded, without slow start.
+func (r *Reconciler) writes() kit.Executor { return kit.Executor{Max: r.cfg.PodWriteConcurrency} }
 
 // deletePod deletes a pod, gracefully or with grace period 0, with a UID precondition.
 func (r *Reconciler) deletePod(ctx context.Context, pod *corev1.Pod, force bool) error {

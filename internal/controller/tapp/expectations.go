@@ -5,12 +5,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // ExpectationTTL is how long an expectation waits for the cache to show a write's effect before it is
-// dropped (§14).
+// dropped.
 const ExpectationTTL = 5 * time.Minute
 
 // expectKind is what an expectation waits for.
@@ -25,7 +27,7 @@ const (
 	expectDelete
 )
 
-// expectation is one write of a pass whose effect the cache has not shown yet (§14). While it is pending,
+// expectation is one write of a pass whose effect the cache has not shown yet. While it is pending,
 // the id is not acted on and its pod is taken from the expectation, not from the stale cache.
 type expectation struct {
 	kind expectKind
@@ -110,7 +112,7 @@ func (e *expectations) expect(key types.NamespacedName, appUID types.UID, id int
 
 // pending checks the expectations of a TApp against the cached pods: satisfied and expired ones are
 // dropped; the others are returned by id.
-func (e *expectations) pending(key types.NamespacedName, appUID types.UID, cached Pods, now time.Time) map[int]*expectation {
+func (e *expectations) pending(key types.NamespacedName, appUID types.UID, cached core.Pods, now time.Time) map[int]*expectation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a := e.of(key, appUID)

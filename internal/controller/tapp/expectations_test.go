@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,7 +54,7 @@ func TestExpectationsLifecycle(t *testing.T) {
 	e.expect(key, testUID, 0, &expectation{kind: expectCreate, uid: "p0", rv: "5", at: t0})
 	e.expect(key, testUID, 1, &expectation{kind: expectDelete, uid: "p1", at: t0.Add(time.Minute)})
 
-	running := Pods{1: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p1", ResourceVersion: "3"}}}
+	running := core.Pods{1: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p1", ResourceVersion: "3"}}}
 	if got := e.pending(key, testUID, running, t0); len(got) != 2 {
 		t.Fatalf("pending = %v, want both", got)
 	}
@@ -65,12 +67,12 @@ func TestExpectationsLifecycle(t *testing.T) {
 		t.Errorf("pending after the deletion = %v, want only 0", got)
 	}
 	// Expiry.
-	if got := e.pending(key, testUID, Pods{}, t0.Add(ExpectationTTL)); len(got) != 0 {
+	if got := e.pending(key, testUID, core.Pods{}, t0.Add(ExpectationTTL)); len(got) != 0 {
 		t.Errorf("pending after the TTL = %v", got)
 	}
 	// A TApp recreated under the same name starts afresh.
 	e.expect(key, testUID, 2, &expectation{kind: expectCreate, uid: "p2", rv: "5", at: t0})
-	if got := e.pending(key, "other-uid", Pods{}, t0); len(got) != 0 {
+	if got := e.pending(key, "other-uid", core.Pods{}, t0); len(got) != 0 {
 		t.Errorf("pending for a new TApp = %v", got)
 	}
 	e.forget(key)
@@ -87,17 +89,17 @@ func TestDeletionSeenBeforeTheExpectation(t *testing.T) {
 	e := newExpectations()
 	e.deletionObserved(key, testUID, "p0", t0)
 	e.expect(key, testUID, 0, &expectation{kind: expectCreate, uid: "p0", rv: "5", at: t0})
-	if got := e.pending(key, testUID, Pods{}, t0); len(got) != 0 {
+	if got := e.pending(key, testUID, core.Pods{}, t0); len(got) != 0 {
 		t.Errorf("pending = %v, want none: the created pod is already gone", got)
 	}
 	// Other pods are not affected, and the memory of p0 ends with the TTL.
 	e.expect(key, testUID, 1, &expectation{kind: expectCreate, uid: "p1", rv: "5", at: t0})
-	if got := e.pending(key, testUID, Pods{}, t0); len(got) != 1 {
+	if got := e.pending(key, testUID, core.Pods{}, t0); len(got) != 1 {
 		t.Errorf("pending = %v, want the expectation of p1", got)
 	}
 	// A pod of an earlier TApp of that name leaves the current TApp's expectations alone.
 	e.deletionObserved(key, "earlier-uid", "p1", t0)
-	if got := e.pending(key, testUID, Pods{}, t0); len(got) != 1 {
+	if got := e.pending(key, testUID, core.Pods{}, t0); len(got) != 1 {
 		t.Errorf("pending = %v after an earlier TApp's pod went, want the expectation of p1", got)
 	}
 	e.deletionObserved(key, testUID, "p9", t0.Add(ExpectationTTL))

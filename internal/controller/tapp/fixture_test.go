@@ -1,16 +1,19 @@
 package tapp
 
 import (
-	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+	"github.com/drover-dev/drover/internal/testutil"
 )
+
+// The controller's tests share the names, images and clock of the core's tests (core/fixture_test.go); test
+// files cannot be shared between packages, so the few helpers both need are repeated here.
 
 var (
 	t0  = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -18,13 +21,11 @@ var (
 )
 
 const (
-	testUID   = types.UID("tapp-uid")
-	testName  = "web"
-	testNS    = "ns"
-	oldImage  = "nginx:1.7.9"
-	newImage  = "nginx:1.8"
-	oldDigest = "docker.io/library/nginx@sha256:1111111111111111111111111111111111111111111111111111111111111111"
-	newDigest = "docker.io/library/nginx@sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	testUID  = types.UID("tapp-uid")
+	testName = "web"
+	testNS   = "ns"
+	oldImage = "nginx:1.7.9"
+	newImage = "nginx:1.8"
 )
 
 // tplWith returns a pod template labelled app=web with one nginx container of the image.
@@ -35,102 +36,27 @@ func tplWith(image string) corev1.PodTemplateSpec {
 	}
 }
 
-// appBuilder builds TApps for tests.
-type appBuilder struct{ app *tkestackv1.TApp }
-
-func newApp(replicas int32) *appBuilder {
-	return &appBuilder{app: &tkestackv1.TApp{
-		ObjectMeta: metav1.ObjectMeta{Name: testName, Namespace: testNS, UID: testUID, Generation: 1},
-		Spec: tkestackv1.TAppSpec{
-			Replicas: replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: tplWith(oldImage),
-		},
-	}}
+// newApp starts the standard TApp of these tests: web in ns, generation 1, selector app=web, one nginx
+// container of oldImage.
+func newApp(replicas int32) *testutil.TAppWrapper {
+	return testutil.MakeTApp(testName, testNS).UID(testUID).Generation(1).Replicas(replicas).Template(tplWith(oldImage))
 }
 
-func (b *appBuilder) image(img string) *appBuilder {
-	b.app.Spec.Template.Spec.Containers[0].Image = img
-	return b
-}
-
-func (b *appBuilder) pool(name, image string) *appBuilder {
-	if b.app.Spec.TemplatePool == nil {
-		b.app.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{}
-	}
-	b.app.Spec.TemplatePool[name] = tplWith(image)
-	return b
-}
-
-func (b *appBuilder) templates(kv ...string) *appBuilder {
-	b.app.Spec.Templates = pairs(kv...)
-	return b
-}
-
-func (b *appBuilder) killed(ids ...string) *appBuilder {
-	b.app.Spec.Statuses = map[string]tkestackv1.InstanceStatus{}
-	for _, id := range ids {
-		b.app.Spec.Statuses[id] = tkestackv1.InstanceKilled
-	}
-	return b
-}
-
-func (b *appBuilder) prev(app tkestackv1.AppStatus, kv ...string) *appBuilder {
-	b.app.Status.AppStatus = app
-	b.app.Status.Statuses = map[string]tkestackv1.InstanceStatus{}
-	for k, v := range pairs(kv...) {
-		b.app.Status.Statuses[k] = tkestackv1.InstanceStatus(v)
-	}
-	return b
-}
-
-func (b *appBuilder) budgets(rolling, force *intstr.IntOrString) *appBuilder {
-	b.app.Spec.UpdateStrategy.MaxUnavailable = rolling
-	b.app.Spec.UpdateStrategy.ForceUpdate.MaxUnavailable = force
-	return b
-}
-
-func (b *appBuilder) with(f func(*tkestackv1.TApp)) *appBuilder {
-	f(b.app)
-	return b
-}
-
-func (b *appBuilder) obj() *tkestackv1.TApp { return b.app.DeepCopy() }
-
-func (b *appBuilder) pass() *Pass { return NewPass(b.obj(), Options{DeletePodAfterAppFinish: true}) }
-
-func pairs(kv ...string) map[string]string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func intBudget(n int32) *intstr.IntOrString { return ptr(intstr.FromInt32(n)) }
-
-func pctBudget(s string) *intstr.IntOrString { return ptr(intstr.FromString(s)) }
-
-// podOpt modifies a test pod.
-type podOpt func(*corev1.Pod)
-
-// runningPod returns the pod NewPod builds for id from the pass's resolved template, Running, Ready and
+// runningPod returns the pod core.NewPod builds for id from the pass's resolved template, Running, Ready and
 // with gate True since t0, its container reporting the spec image.
-func runningPod(p *Pass, id int, opts ...podOpt) *corev1.Pod {
+func runningPod(p *core.Pass, id int) *corev1.Pod {
 	tpl, ok := p.Template(id)
 	if !ok {
 		tpl, _ = p.TemplateByName(tkestackv1.DefaultTemplateName)
 	}
-	pod := NewPod(p.App, id, tpl)
+	pod := core.NewPod(p.App, id, tpl)
 	pod.UID = types.UID(pod.Name + "-uid")
 	pod.Spec.NodeName = "node-1"
 	pod.Status = corev1.PodStatus{
 		Phase: corev1.PodRunning,
 		Conditions: []corev1.PodCondition{
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: mt0},
-			NewGateCondition(corev1.ConditionTrue, t0),
+			core.NewGateCondition(corev1.ConditionTrue, t0),
 		},
 	}
 	for _, c := range pod.Spec.Containers {
@@ -138,41 +64,10 @@ func runningPod(p *Pass, id int, opts ...podOpt) *corev1.Pod {
 			Name: c.Name, Image: c.Image, ImageID: "id-" + c.Image, ContainerID: "cid-" + c.Image,
 		})
 	}
-	for _, o := range opts {
-		o(pod)
-	}
 	return pod
 }
 
-func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
-
-func terminating(p *corev1.Pod) { p.DeletionTimestamp = &mt0 }
-
-func notReady(p *corev1.Pod) { setCond(p, corev1.PodReady, corev1.ConditionFalse) }
-
-func noReady(p *corev1.Pod) { dropCond(p, corev1.PodReady) }
-
-func gateFalse(p *corev1.Pod) { setCond(p, tkestackv1.InPlaceUpdateReady, corev1.ConditionFalse) }
-
-func noGate(p *corev1.Pod) { dropCond(p, tkestackv1.InPlaceUpdateReady) }
-
-func label(k, v string) podOpt {
-	return func(p *corev1.Pod) { p.Labels = maps.Clone(p.Labels); p.Labels[k] = v }
-}
-
-func annotate(k, v string) podOpt {
-	return func(p *corev1.Pod) {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[k] = v
-	}
-}
-
-func restartPolicy(rp corev1.RestartPolicy) podOpt {
-	return func(p *corev1.Pod) { p.Spec.RestartPolicy = rp }
-}
-
+// setCond sets a pod condition's status, adding the condition when missing.
 func setCond(p *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionStatus) {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == t {
@@ -183,31 +78,12 @@ func setCond(p *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionStatus)
 	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: s, LastTransitionTime: mt0})
 }
 
-func dropCond(p *corev1.Pod, t corev1.PodConditionType) {
-	var out []corev1.PodCondition
-	for _, c := range p.Status.Conditions {
-		if c.Type != t {
-			out = append(out, c)
+// containerStatus returns the status of the named container, nil when it has none.
+func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
 		}
 	}
-	p.Status.Conditions = out
-}
-
-// podsOf builds a Pods map.
-func podsOf(pods ...*corev1.Pod) Pods {
-	out := Pods{}
-	for _, p := range pods {
-		id, _ := ParseID(p.Labels[tkestackv1.TAppInstanceKey])
-		out[id] = p
-	}
-	return out
-}
-
-// actionsByID returns the plan's actions as id → action (ids as strings for readable diffs).
-func actionsByID(plan *Plan) map[string]Action {
-	out := map[string]Action{}
-	for _, a := range plan.Actions {
-		out[FormatID(a.ID)] = a.Action
-	}
-	return out
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -17,7 +19,7 @@ import (
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// podHandler maps pod events to TApps (§14): a pod controlled by a TApp to that TApp (on an update also the
+// podHandler maps pod events to TApps: a pod controlled by a TApp to that TApp (on an update also the
 // previous controller, for releases), an orphan carrying tapp_instance_key and named <tapp>-<id> to the TApp
 // of that name (adoption). A deleted pod satisfies the expectations about it, and any deleted pod named
 // <tapp>-<id> enqueues <tapp>: the name may have been held by a pod of another owner (PodNameConflict), whose
@@ -61,7 +63,7 @@ func tappNameOfPodName(podName string) (string, bool) {
 	if i <= 0 {
 		return "", false
 	}
-	if _, ok := ParseID(podName[i+1:]); !ok {
+	if _, ok := core.ParseID(podName[i+1:]); !ok {
 		return "", false
 	}
 	return podName[:i], true
@@ -96,7 +98,7 @@ func podTApp(obj client.Object) (reconcile.Request, bool) {
 }
 
 // nodeHandler enqueues, when a node's Ready condition changes or the node is deleted, the TApps that
-// control terminating pods on it: those may now be force-deleted (§12).
+// control terminating pods on it: those may now be force-deleted.
 type nodeHandler struct{ reader client.Reader }
 
 var _ handler.EventHandler = nodeHandler{}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +35,8 @@ func drain(q queue) []string {
 }
 
 func TestPodHandler(t *testing.T) {
-	app := webApp(2).Obj()
-	owned := runningPod(NewPass(app, Options{}), 1)
+	app := newApp(2).Obj()
+	owned := runningPod(core.NewPass(app, core.Options{}), 1)
 	orphan := owned.DeepCopy()
 	orphan.OwnerReferences = nil
 	otherOwner := owned.DeepCopy()
@@ -83,20 +85,20 @@ func TestPodHandler(t *testing.T) {
 }
 
 func TestPodHandlerDeleteSatisfiesExpectations(t *testing.T) {
-	app := webApp(1).Obj()
-	pod := runningPod(NewPass(app, Options{}), 0)
+	app := newApp(1).Obj()
+	pod := runningPod(core.NewPass(app, core.Options{}), 0)
 	exp := newExpectations()
 	key := types.NamespacedName{Namespace: testNS, Name: testName}
 	exp.expect(key, testUID, 0, &expectation{kind: expectCreate, uid: pod.UID, rv: "99", at: t0})
 	podHandler{exp: exp}.Delete(context.Background(), event.DeleteEvent{Object: pod}, newQueue())
-	if got := exp.pending(key, testUID, Pods{}, t0); len(got) != 0 {
+	if got := exp.pending(key, testUID, core.Pods{}, t0); len(got) != 0 {
 		t.Errorf("pending after the delete event: %v", got)
 	}
 }
 
 func TestNodeHandler(t *testing.T) {
-	app := webApp(2).Obj()
-	p := NewPass(app, Options{})
+	app := newApp(2).Obj()
+	p := core.NewPass(app, core.Options{})
 	onLost := runningPod(p, 0)
 	onLost.DeletionTimestamp, onLost.Finalizers, onLost.Spec.NodeName = &mt0, []string{"x"}, "n1"
 	alive := runningPod(p, 1) // not terminating: not indexed
@@ -120,8 +122,8 @@ func TestNodeHandler(t *testing.T) {
 }
 
 func TestIndexes(t *testing.T) {
-	app := webApp(1).Obj()
-	pod := runningPod(NewPass(app, Options{}), 0)
+	app := newApp(1).Obj()
+	pod := runningPod(core.NewPass(app, core.Options{}), 0)
 	if got := podControllerValues(pod); !cmp.Equal(got, []string{string(testUID)}) {
 		t.Errorf("controller index of an owned pod = %v", got)
 	}

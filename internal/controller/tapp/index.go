@@ -3,6 +3,8 @@ package tapp
 import (
 	"strings"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,17 +14,17 @@ import (
 	"github.com/drover-dev/drover/internal/index"
 )
 
-// Field index keys on Pods (§14, §17). Each indexes only the pods that concern TApps, so the indexes stay
+// Field index keys on Pods. Each indexes only the pods that concern TApps, so the indexes stay
 // small in a cluster with many other pods. Tests build their fake clients with the same keys and functions
 // (see Indexes).
 const (
 	// IndexPodController indexes pods whose controller ownerReference is a TApp by that TApp's UID.
 	IndexPodController = "drover.dev/tapp-controller-uid"
 	// IndexOrphanPod indexes pods without a controller that carry a canonical tapp_instance_key label and are
-	// named <tapp>-<that id> by <tapp>: the TApp that could adopt them (§14).
+	// named <tapp>-<that id> by <tapp>: the TApp that could adopt them.
 	IndexOrphanPod = "drover.dev/tapp-orphan"
 	// IndexTerminatingPodNode indexes terminating, node-bound pods controlled by a TApp by node name, so a
-	// node's Ready transition or deletion finds the TApps that may force-delete them (§12).
+	// node's Ready transition or deletion finds the TApps that may force-delete them.
 	IndexTerminatingPodNode = "drover.dev/tapp-terminating-node"
 )
 
@@ -66,7 +68,7 @@ func orphanTAppName(pod metav1.Object) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if _, ok := ParseID(key); !ok {
+	if _, ok := core.ParseID(key); !ok {
 		return "", false
 	}
 	name, found := strings.CutSuffix(pod.GetName(), "-"+key)

@@ -11,7 +11,7 @@ import (
 	"github.com/drover-dev/drover/internal/metricsreg"
 )
 
-// Values of the operation label of drover_tapp_pod_writes_total (§15).
+// Values of the operation label of drover_tapp_pod_writes_total.
 const (
 	opCreate        = "create"
 	opDelete        = "delete"
@@ -29,7 +29,7 @@ const (
 	resultError    = "error"
 )
 
-// The TApp controller's metrics (§15). No label names an object.
+// The TApp controller's metrics. No label names an object.
 var (
 	podWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "drover_tapp_pod_writes_total",

@@ -5,29 +5,23 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
-// observe fills rn.obs and starts the post-action view (step 2 of the data flow, doc.go): the owned pods
-// from the cache (owner-UID index), releases and adoptions (§14), classification, pending expectations,
-// names taken by pods of other owners and the nodes of terminating pods (§12). An error means the pass
-// cannot know what exists: it stops before any pod write and before the status.
-func (r *Reconciler) observe(ctx context.Context, rn *run) error {
-	owned, err := r.listOwnedPods(ctx, rn.app)
-	if err != nil {
-		return err
-	}
-	owned = r.releasePods(ctx, rn, owned)
-	adopted, err := r.adoptOrphans(ctx, rn)
-	if err != nil {
-		return err
-	}
-	cls := ClassifyPods(rn.app, append(owned, adopted...))
+// observe fills rn.obs and starts the post-action view (step 2 of the data flow, doc.go); it only reads. From
+// the pods the TApp controls after claimPods: classification, pending expectations, names taken by pods of
+// other owners and the nodes of terminating pods. An error means the pass cannot know what exists: it
+// stops before any pod write and before the status.
+func (r *Reconciler) observe(ctx context.Context, rn *run, controlled []*corev1.Pod) error {
+	cls := core.ClassifyPods(rn.app, controlled)
 
 	pods := cls.Pods
 	expecting := map[int]bool{}
@@ -48,12 +42,12 @@ func (r *Reconciler) observe(ctx context.Context, rn *run) error {
 	if err != nil {
 		return err
 	}
-	rn.obs = Observation{Pods: pods, Malformed: cls.Malformed, NameTaken: taken, Expecting: expecting, Nodes: nodes, Now: rn.now}
+	rn.obs = core.Observation{Pods: pods, Malformed: cls.Malformed, NameTaken: taken, Expecting: expecting, Nodes: nodes, Now: rn.now}
 	rn.view = pods.Clone()
 	return nil
 }
 
-// listOwnedPods lists the pods the TApp controls from the cache, through the owner-UID index (§17). The
+// listOwnedPods lists the pods the TApp controls from the cache, through the owner-UID index. The
 // pods are the cache's own objects (no deep copy): a pass never modifies a pod it observed, every write
 // works on a copy.
 func (r *Reconciler) listOwnedPods(ctx context.Context, app *tkestackv1.TApp) ([]*corev1.Pod, error) {
@@ -69,8 +63,21 @@ func (r *Reconciler) listOwnedPods(ctx context.Context, app *tkestackv1.TApp) ([
 	return out, nil
 }
 
+// claimPods writes the controller references of the pass: it releases the owned pods that no longer
+// match the selector, then adopts the orphans the TApp may adopt. It returns the pods the TApp controls
+// after these writes; their failures are issues and errors of the run. An error (listing the orphans)
+// stops the pass.
+func (r *Reconciler) claimPods(ctx context.Context, rn *run, owned []*corev1.Pod) ([]*corev1.Pod, error) {
+	owned = r.releasePods(ctx, rn, owned)
+	adopted, err := r.adoptOrphans(ctx, rn)
+	if err != nil {
+		return nil, err
+	}
+	return append(owned, adopted...), nil
+}
+
 // releasePods removes the TApp's controller reference from owned pods that no longer match the selector
-// (§14) and returns the pods that stay owned. A pod whose release failed stays out of this pass too: it
+// and returns the pods that stay owned. A pod whose release failed stays out of this pass too: it
 // does not belong to the TApp any more.
 func (r *Reconciler) releasePods(ctx context.Context, rn *run, owned []*corev1.Pod) []*corev1.Pod {
 	sel := rn.pass.Selector()
@@ -79,30 +86,29 @@ func (r *Reconciler) releasePods(ctx context.Context, rn *run, owned []*corev1.P
 	}
 	var keep, release []*corev1.Pod
 	for _, pod := range owned {
-		if ShouldRelease(rn.app, sel, pod) {
+		if core.ShouldRelease(rn.app, sel, pod) {
 			release = append(release, pod)
 		} else {
 			keep = append(keep, pod)
 		}
 	}
-	results := boundedDo(len(release), r.cfg.PodWriteConcurrency, func(i int) (*corev1.Pod, error) {
-		pod := release[i]
+	results := kit.Run(ctx, r.writes(), release, func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 		refs := slices.DeleteFunc(slices.Clone(pod.OwnerReferences), func(ref metav1.OwnerReference) bool {
 			return ref.UID == rn.app.UID
 		})
 		return r.patchOwnerRefs(ctx, pod, refs)
 	})
 	for i, res := range results {
-		if res.err != nil {
-			rn.fail(tkestackv1.ReasonFailedUpdate, release[i].Name, release[i], fmt.Errorf("releasing pod %s: %w", release[i].Name, res.err))
+		if res.Err != nil {
+			rn.fail(tkestackv1.ReasonFailedUpdate, release[i].Name, release[i], fmt.Errorf("releasing pod %s: %w", release[i].Name, res.Err))
 			continue
 		}
-		rn.normal(tkestackv1.ReasonReleased, actionRelease, release[i], "Released pod %s: it no longer matches the selector", release[i].Name)
+		rn.events.Normal(tkestackv1.ReasonReleased, actionRelease, release[i], "Released pod %s: it no longer matches the selector", release[i].Name)
 	}
 	return keep
 }
 
-// adoptOrphans gives the TApp's controller reference to the orphans it may adopt (§14), after one uncached
+// adoptOrphans gives the TApp's controller reference to the orphans it may adopt, after one uncached
 // read confirming the TApp's UID and that it is not being deleted. It returns the adopted pods.
 func (r *Reconciler) adoptOrphans(ctx context.Context, rn *run) ([]*corev1.Pod, error) {
 	sel := rn.pass.Selector()
@@ -116,7 +122,7 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, rn *run) ([]*corev1.Pod, 
 	}
 	var orphans []*corev1.Pod
 	for i := range list.Items {
-		if CanAdopt(rn.app, sel, &list.Items[i]) {
+		if core.CanAdopt(rn.app, sel, &list.Items[i]) {
 			orphans = append(orphans, &list.Items[i])
 		}
 	}
@@ -132,18 +138,18 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, rn *run) ([]*corev1.Pod, 
 	if fresh.UID != rn.app.UID || fresh.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	results := boundedDo(len(orphans), r.cfg.PodWriteConcurrency, func(i int) (*corev1.Pod, error) {
-		refs := append(slices.Clone(orphans[i].OwnerReferences), OwnerReference(rn.app))
-		return r.patchOwnerRefs(ctx, orphans[i], refs)
+	results := kit.Run(ctx, r.writes(), orphans, func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+		refs := append(slices.Clone(pod.OwnerReferences), core.OwnerReference(rn.app))
+		return r.patchOwnerRefs(ctx, pod, refs)
 	})
 	var adopted []*corev1.Pod
 	for i, res := range results {
-		if res.err != nil {
-			rn.fail(tkestackv1.ReasonFailedUpdate, orphans[i].Name, orphans[i], fmt.Errorf("adopting pod %s: %w", orphans[i].Name, res.err))
+		if res.Err != nil {
+			rn.fail(tkestackv1.ReasonFailedUpdate, orphans[i].Name, orphans[i], fmt.Errorf("adopting pod %s: %w", orphans[i].Name, res.Err))
 			continue
 		}
-		adopted = append(adopted, res.val)
-		rn.normal(tkestackv1.ReasonAdopted, actionAdopt, res.val, "Adopted pod %s", res.val.Name)
+		adopted = append(adopted, res.Out)
+		rn.events.Normal(tkestackv1.ReasonAdopted, actionAdopt, res.Out, "Adopted pod %s", res.Out.Name)
 	}
 	return adopted, nil
 }
@@ -160,8 +166,8 @@ func (r *Reconciler) patchOwnerRefs(ctx context.Context, pod *corev1.Pod, refs [
 
 // namesTaken adds to the ids whose name a malformed owned pod holds the desired-running ids without a pod
 // whose name <tapp>-<id> is held in the cache by a pod of another owner or an orphan that was not adopted
-// (§14). Ids with a pending expectation are skipped; nothing is looked up when no pod may be created.
-func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods Pods, taken, expecting map[int]bool) (map[int]bool, error) {
+// . Ids with a pending expectation are skipped; nothing is looked up when no pod may be created.
+func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods core.Pods, taken, expecting map[int]bool) (map[int]bool, error) {
 	if rn.pass.Settings.Blocked || rn.pass.Settings.Deleting {
 		return taken, nil
 	}
@@ -170,11 +176,11 @@ func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods Pods, taken, 
 			continue
 		}
 		pod := &corev1.Pod{}
-		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: PodName(rn.app.Name, id)}, pod)
+		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: core.PodName(rn.app.Name, id)}, pod)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, fmt.Errorf("looking up pod %s: %w", PodName(rn.app.Name, id), err)
+			return nil, fmt.Errorf("looking up pod %s: %w", core.PodName(rn.app.Name, id), err)
 		default:
 			taken[id] = true
 		}
@@ -182,9 +188,9 @@ func (r *Reconciler) namesTaken(ctx context.Context, rn *run, pods Pods, taken, 
 	return taken, nil
 }
 
-// nodesOf returns the cached nodes of the TApp's terminating pods, which decide force deletion (§12). Only
+// nodesOf returns the cached nodes of the TApp's terminating pods, which decide force deletion. Only
 // looked up when spec.forceDeletePod is set: otherwise they decide nothing.
-func (r *Reconciler) nodesOf(ctx context.Context, app *tkestackv1.TApp, pods Pods) (map[string]*corev1.Node, error) {
+func (r *Reconciler) nodesOf(ctx context.Context, app *tkestackv1.TApp, pods core.Pods) (map[string]*corev1.Node, error) {
 	nodes := map[string]*corev1.Node{}
 	if !app.Spec.ForceDeletePod {
 		return nodes, nil

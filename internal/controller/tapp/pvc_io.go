@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
-// cachedClaim looks a desired PVC up by name in the cache (§17); nil when absent.
+// cachedClaim looks a desired PVC up by name in the cache; nil when absent.
 func (r *Reconciler) cachedClaim(ctx context.Context, want *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := r.cfg.Client.Get(ctx, client.ObjectKeyFromObject(want), pvc)
@@ -24,7 +27,7 @@ func (r *Reconciler) cachedClaim(ctx context.Context, want *corev1.PersistentVol
 	return pvc, nil
 }
 
-// retainClaims is step 5 of §6.3, the PVC retention of §10: the TApp ownerReference of in-range PVCs follows
+// retainClaims is step 5 of the execution order, the PVC retention policy: the TApp ownerReference of in-range PVCs follows
 // whenDeleted, and under whenScaled: Delete the PVCs of removed ids go once their pod is gone. Only TApps
 // with claim templates list PVCs (from the cache, by the selector's labels, which every PVC drover creates
 // carries).
@@ -35,7 +38,7 @@ func (r *Reconciler) retainClaims(ctx context.Context, rn *run) {
 	}
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.cfg.Client.List(ctx, list, client.InNamespace(rn.app.Namespace), client.MatchingLabels(s.Selector.MatchLabels)); err != nil {
-		rn.errs = append(rn.errs, fmt.Errorf("listing PVCs of TApp %s: %w", rn.key, err))
+		rn.out.Error(fmt.Errorf("listing PVCs of TApp %s: %w", rn.key, err))
 		return
 	}
 	pvcs := make([]*corev1.PersistentVolumeClaim, len(list.Items))
@@ -50,11 +53,15 @@ func (r *Reconciler) retainClaims(ctx context.Context, rn *run) {
 func (r *Reconciler) fixClaimOwners(ctx context.Context, rn *run, pvcs []*corev1.PersistentVolumeClaim) {
 	var base, fixed []*corev1.PersistentVolumeClaim
 	for _, pvc := range pvcs {
-		if out, ok := ClaimOwnerFix(rn.app, &rn.pass.Settings, pvc); ok {
+		if out, ok := core.ClaimOwnerFix(rn.app, &rn.pass.Settings, pvc); ok {
 			base, fixed = append(base, pvc), append(fixed, out)
 		}
 	}
-	results := boundedDo(len(fixed), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
+	idx := make([]int, len(fixed))
+	for i := range idx {
+		idx[i] = i
+	}
+	results := kit.Run(ctx, r.writes(), idx, func(ctx context.Context, i int) (struct{}, error) {
 		err := r.cfg.Client.Patch(ctx, fixed[i], client.MergeFromWithOptions(base[i], client.MergeFromWithOptimisticLock{}))
 		if err != nil {
 			return struct{}{}, fmt.Errorf("updating the ownerReferences of PVC %s: %w", base[i].Name, err)
@@ -62,8 +69,8 @@ func (r *Reconciler) fixClaimOwners(ctx context.Context, rn *run, pvcs []*corev1
 		return struct{}{}, nil
 	})
 	for i, res := range results {
-		if res.err != nil {
-			rn.failClaim(tkestackv1.ReasonFailedUpdate, base[i], res.err)
+		if res.Err != nil {
+			rn.failClaim(tkestackv1.ReasonFailedUpdate, base[i], res.Err)
 		}
 	}
 }
@@ -77,36 +84,36 @@ func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*co
 	for id := range rn.written {
 		expecting[id] = true
 	}
-	doomed := r.withoutLivePods(ctx, rn, ScaledClaimsToDelete(rn.app, &rn.pass.Settings, pvcs, rn.view, expecting))
-	results := boundedDo(len(doomed), r.cfg.PodWriteConcurrency, func(i int) (struct{}, error) {
-		err := r.cfg.Client.Delete(ctx, doomed[i], client.Preconditions{UID: &doomed[i].UID})
+	doomed := r.withoutLivePods(ctx, rn, core.ScaledClaimsToDelete(rn.app, &rn.pass.Settings, pvcs, rn.view, expecting))
+	results := kit.Run(ctx, r.writes(), doomed, func(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (struct{}, error) {
+		err := r.cfg.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return struct{}{}, fmt.Errorf("deleting PVC %s: %w", doomed[i].Name, err)
+			return struct{}{}, fmt.Errorf("deleting PVC %s: %w", pvc.Name, err)
 		}
 		return struct{}{}, err
 	})
 	for i, res := range results {
 		switch {
-		case res.err == nil:
-			rn.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, doomed[i], "Deleted PVC %s of a removed instance", doomed[i].Name)
-		case !apierrors.IsNotFound(res.err):
-			rn.failClaim(tkestackv1.ReasonFailedDelete, doomed[i], res.err)
+		case res.Err == nil:
+			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, doomed[i], "Deleted PVC %s of a removed instance", doomed[i].Name)
+		case !apierrors.IsNotFound(res.Err):
+			rn.failClaim(tkestackv1.ReasonFailedDelete, doomed[i], res.Err)
 		}
 	}
 }
 
 // withoutLivePods keeps the PVCs whose instance has no pod at all. The view holds only this TApp's
 // well-formed pods: a pod just released, one whose release failed, or a malformed one still mounts the
-// claim (§10: a claim goes once the pod of its id is gone). A pod that cannot be read keeps its claims.
+// claim (a claim goes once the pod of its id is gone). A pod that cannot be read keeps its claims.
 func (r *Reconciler) withoutLivePods(ctx context.Context, rn *run, claims []*corev1.PersistentVolumeClaim) []*corev1.PersistentVolumeClaim {
 	out := claims[:0:0]
 	for _, pvc := range claims {
-		id, ok := managedClaim(rn.app, &rn.pass.Settings, pvc)
+		id, ok := core.ManagedClaim(rn.app, &rn.pass.Settings, pvc)
 		if !ok {
 			continue
 		}
 		pod := &corev1.Pod{}
-		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: PodName(rn.app.Name, id)}, pod)
+		err := r.cfg.Client.Get(ctx, client.ObjectKey{Namespace: rn.app.Namespace, Name: core.PodName(rn.app.Name, id)}, pod)
 		if apierrors.IsNotFound(err) {
 			out = append(out, pvc)
 		}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -16,115 +16,35 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
-	"github.com/drover-dev/drover/internal/index"
-	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// writeLog counts the API writes the reconciler made, by "<verb> <kind>" (verb: create, patch, delete,
-// status for status-subresource patches).
-type writeLog struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func (w *writeLog) add(verb string, obj client.Object) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	kind := "?"
-	if gvk, err := apiutil.GVKForObject(obj, scheme.New()); err == nil {
-		kind = gvk.Kind
-	}
-	w.counts[verb+" "+kind]++
-}
-
-// take returns the counts since the last take and resets them.
-func (w *writeLog) take() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.counts
-	w.counts = map[string]int{}
-	return out
-}
-
-// uidSeq makes the UIDs the fake API server assigns unique.
-var uidSeq atomic.Int64
-
-// fixture is a Reconciler on a fake client built with the production indexes. The reconciler's client
+// fixture is a Reconciler on testutil's fake client with the production indexes. The reconciler's client
 // counts writes (and runs test hooks); the test itself plays users and kubelets through the inner client.
 type fixture struct {
 	t      *testing.T
 	inner  client.WithWatch
 	r      *Reconciler
-	writes *writeLog
+	writes *testutil.Writes
 	events *events.FakeRecorder
 	now    time.Time
 }
 
 func newFixture(t *testing.T, objs []client.Object, hooks interceptor.Funcs) *fixture {
 	t.Helper()
-	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
-		WithStatusSubresource(&tkestackv1.TApp{}, &corev1.Pod{})
-	inner := index.WithIndexes(b, Indexes()).Build()
-	f := &fixture{t: t, inner: inner, writes: &writeLog{counts: map[string]int{}}, events: events.NewFakeRecorder(1000), now: t0}
-	counted := interceptor.NewClient(inner, countingFuncs(f.writes, hooks))
+	fc := testutil.NewFakeClient(testutil.FakeClientOptions{
+		Objects: objs, Indexes: Indexes(), Hooks: hooks,
+		StatusSubresource: []client.Object{&tkestackv1.TApp{}, &corev1.Pod{}},
+	})
+	f := &fixture{t: t, inner: fc.Inner, writes: fc.Writes, events: events.NewFakeRecorder(1000), now: t0}
 	f.r = NewReconciler(Config{
-		Client: counted, APIReader: inner, Recorder: f.events, DeletePodAfterAppFinish: true,
+		Client: fc.Client, APIReader: fc.Inner, Recorder: f.events, DeletePodAfterAppFinish: true,
 		PodWriteConcurrency: 4, Now: func() time.Time { return f.now },
 	})
 	return f
-}
-
-// countingFuncs counts every write, then delegates to the hook or the client.
-func countingFuncs(w *writeLog, hooks interceptor.Funcs) interceptor.Funcs {
-	return interceptor.Funcs{
-		Get:  hooks.Get,
-		List: hooks.List,
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			w.add("create", obj)
-			if obj.GetUID() == "" { // as the API server does (the fake client does not)
-				obj.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", obj.GetName(), uidSeq.Add(1))))
-			}
-			if hooks.Create != nil {
-				return hooks.Create(ctx, c, obj, opts...)
-			}
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			w.add("update", obj)
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			w.add("patch", obj)
-			if hooks.Patch != nil {
-				return hooks.Patch(ctx, c, obj, p, opts...)
-			}
-			return c.Patch(ctx, obj, p, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			w.add("delete", obj)
-			if hooks.Delete != nil {
-				return hooks.Delete(ctx, c, obj, opts...)
-			}
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add(sub, obj)
-			if hooks.SubResourcePatch != nil {
-				return hooks.SubResourcePatch(ctx, c, sub, obj, p, opts...)
-			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add(sub+"-update", obj)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
-	}
 }
 
 // reconcile runs one pass and advances the clock by a second.
@@ -137,11 +57,11 @@ func (f *fixture) reconcile() (ctrl.Result, error) {
 // pass runs one pass that must succeed and returns the writes it made.
 func (f *fixture) pass() map[string]int {
 	f.t.Helper()
-	f.writes.take()
+	f.writes.Take()
 	if _, err := f.reconcile(); err != nil {
 		f.t.Fatalf("reconcile: %v", err)
 	}
-	return f.writes.take()
+	return f.writes.Take()
 }
 
 // settle runs passes, the kubelet acting after each, until a pass writes nothing (at most n passes).
@@ -209,7 +129,7 @@ func (f *fixture) kubelet() {
 		}
 		pod.Status.Phase = corev1.PodRunning
 		for _, c := range pod.Spec.Containers {
-			st := containerStatus(pod, c.Name, false)
+			st := containerStatus(pod, c.Name)
 			if st == nil {
 				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
 					Name: c.Name, Image: c.Image, ImageID: "id-" + c.Image, ContainerID: "cid-0", Ready: true})
@@ -222,7 +142,7 @@ func (f *fixture) kubelet() {
 			}
 		}
 		ready := corev1.ConditionFalse
-		if g := GateCondition(pod); g != nil && g.Status == corev1.ConditionTrue {
+		if g := core.GateCondition(pod); g != nil && g.Status == corev1.ConditionTrue {
 			ready = corev1.ConditionTrue
 		}
 		setCond(pod, corev1.PodReady, ready)
@@ -258,11 +178,6 @@ func (f *fixture) condition(typ string) string {
 		f.t.Errorf("condition %s has observedGeneration %d, want %d", typ, c.ObservedGeneration, app.Generation)
 	}
 	return string(c.Status) + "/" + c.Reason
-}
-
-// webApp starts the standard TApp of these tests: web in ns, selector app=web, one nginx container.
-func webApp(replicas int32) *testutil.TAppWrapper {
-	return testutil.MakeTApp(testName, testNS).UID(testUID).Generation(1).Replicas(replicas).Template(tplWith(oldImage))
 }
 
 // countOf returns how many times an event "<type> <reason>" occurs.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,13 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 func TestReconcileCreatesMissingPods(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{})
 	got := f.pass()
-	// §17: create = 1 pod create + 1 gate write; one status write.
-	want := map[string]int{"create Pod": 3, "status Pod": 3, "status TApp": 1}
+	// Each create is one pod create and one gate write; one status write.
+	want := map[string]int{"create Pod": 3, "status-patch Pod": 3, "status-update TApp": 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}
@@ -33,10 +36,10 @@ func TestReconcileCreatesMissingPods(t *testing.T) {
 	for name, pod := range f.pods() {
 		id := strings.TrimPrefix(name, "web-")
 		if pod.Labels[tkestackv1.TAppInstanceKey] != id || pod.Labels["app"] != "web" ||
-			!IsCurrentHashFormat(pod.Labels[tkestackv1.TAppHashKey]) || !IsCurrentHashFormat(pod.Labels[tkestackv1.TAppUniqHashKey]) {
+			!core.IsCurrentHashFormat(pod.Labels[tkestackv1.TAppHashKey]) || !core.IsCurrentHashFormat(pod.Labels[tkestackv1.TAppUniqHashKey]) {
 			t.Errorf("pod %s labels: %v", name, pod.Labels)
 		}
-		if g := GateCondition(pod); g == nil || g.Status != corev1.ConditionTrue {
+		if g := core.GateCondition(pod); g == nil || g.Status != corev1.ConditionTrue {
 			t.Errorf("pod %s gate: %v", name, g)
 		}
 		if ref := metav1.GetControllerOf(pod); ref == nil || ref.UID != testUID {
@@ -65,7 +68,7 @@ func TestReconcileCreatesMissingPods(t *testing.T) {
 }
 
 func TestReconcileIdenticalPassWritesNothing(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{})
 	f.pass()
 	f.drainEvents()
 	if got := f.pass(); len(got) != 0 {
@@ -133,7 +136,7 @@ func (s *staleCache) hooks() interceptor.Funcs {
 
 func TestReconcileExpectationsStopDoubleWritesWithStaleCache(t *testing.T) {
 	stale := &staleCache{}
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, stale.hooks())
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, stale.hooks())
 	stale.freeze(t, f) // no pods yet
 	if got := f.pass(); got["create Pod"] != 3 {
 		t.Fatalf("first pass: %v", got)
@@ -163,7 +166,7 @@ func TestReconcileExpectationsStopDoubleWritesWithStaleCache(t *testing.T) {
 	if got := f.pass(); got["patch Pod"] != 1 {
 		t.Fatalf("update pass: %v", got)
 	}
-	if got := f.pass(); got["patch Pod"] != 0 || got["status Pod"] != 0 {
+	if got := f.pass(); got["patch Pod"] != 0 || got["status-patch Pod"] != 0 {
 		t.Errorf("a stale cache caused writes: %v", got)
 	}
 	if st := f.app().Status.Statuses["0"]; st != tkestackv1.InstanceUpdating {
@@ -173,7 +176,7 @@ func TestReconcileExpectationsStopDoubleWritesWithStaleCache(t *testing.T) {
 
 func TestReconcileCreateErrorsAreReported(t *testing.T) {
 	boom := errors.New("boom")
-	f := newFixture(t, []client.Object{webApp(6).Obj()}, interceptor.Funcs{
+	f := newFixture(t, []client.Object{newApp(6).Obj()}, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if obj.GetName() == "web-1" {
 				return boom
@@ -181,7 +184,7 @@ func TestReconcileCreateErrorsAreReported(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	})
-	f.writes.take()
+	f.writes.Take()
 	_, err := f.reconcile()
 	if !errors.Is(err, boom) {
 		t.Fatalf("reconcile error = %v, want boom", err)
@@ -190,7 +193,7 @@ func TestReconcileCreateErrorsAreReported(t *testing.T) {
 	if diff := cmp.Diff([]string{"web-0", "web-2"}, f.podNames()); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)
 	}
-	if got := f.writes.take(); got["create Pod"] != 3 || got["status TApp"] != 1 {
+	if got := f.writes.Take(); got["create Pod"] != 3 || got["status-update TApp"] != 1 {
 		t.Errorf("writes: %v", got)
 	}
 	if got := f.condition(tkestackv1.TAppReplicaFailure); got != "True/FailedCreate" {
@@ -219,8 +222,8 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 		app      *tkestackv1.TApp
 		resource string
 	}{
-		"pod": {webApp(3).Obj(), "pods"},
-		"PVC": {webApp(3).VolumeClaim("data", "1Gi").Obj(), "persistentvolumeclaims"},
+		"pod": {newApp(3).Obj(), "pods"},
+		"PVC": {newApp(3).VolumeClaim("data", "1Gi").Obj(), "persistentvolumeclaims"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, []client.Object{tc.app}, interceptor.Funcs{
@@ -228,13 +231,13 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 					return namespaceTerminatingError(tc.resource, obj.GetName())
 				},
 			})
-			f.writes.take()
+			f.writes.Take()
 			res, err := f.reconcile()
 			if err != nil || res.RequeueAfter != 0 {
 				t.Fatalf("result %+v, error %v; want neither an error nor a requeue", res, err)
 			}
 			// Slow start stops after the first refused create.
-			if got := f.writes.take(); got["create Pod"]+got["create PersistentVolumeClaim"] != 1 || got["status TApp"] != 1 {
+			if got := f.writes.Take(); got["create Pod"]+got["create PersistentVolumeClaim"] != 1 || got["status-update TApp"] != 1 {
 				t.Errorf("writes: %v", got)
 			}
 			if got := f.podNames(); len(got) != 0 {
@@ -255,7 +258,7 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 	}
 
 	t.Run("other forbidden creates still fail", func(t *testing.T) {
-		f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+		f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
 			Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
 				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New("exceeded quota"))
 			},
@@ -270,32 +273,72 @@ func TestReconcileCreateInTerminatingNamespaceIsNoFailure(t *testing.T) {
 }
 
 func TestReconcileConflictsRequeueWithoutError(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			if _, ok := obj.(*tkestackv1.TApp); ok {
 				return apierrors.NewConflict(schema.GroupResource{Resource: "tapps"}, obj.GetName(), errors.New("stale"))
 			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
-	// Passes that keep losing back off as errors do (§17), without returning an error.
-	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+	// Passes that keep losing back off as errors do, without returning an error, up to the cap.
+	s := time.Second
+	for _, want := range []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, kit.ConflictMaxDelay, kit.ConflictMaxDelay} {
 		res, err := f.reconcile()
 		if err != nil || res.RequeueAfter != want {
 			t.Fatalf("result %+v, error %v; want a requeue after %s without error", res, err, want)
 		}
 	}
-	for range 10 {
-		f.r.conflicts.next(types.NamespacedName{Namespace: testNS, Name: testName})
+}
+
+// TestReconcileStatusOfDeletedTAppIsNoError: a TApp deleted between the read of the pass and its status write
+// ends the pass without an error (its delete event follows), after the pod writes of the pass.
+func TestReconcileStatusOfDeletedTAppIsNoError(t *testing.T) {
+	f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*tkestackv1.TApp); ok {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: "tapps"}, obj.GetName())
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	if _, err := f.reconcile(); err != nil {
+		t.Fatalf("reconcile error = %v, want none", err)
 	}
-	if res, _ := f.reconcile(); res.RequeueAfter != maxConflictDelay {
-		t.Errorf("requeue after %s, want the cap %s", res.RequeueAfter, maxConflictDelay)
+	if got := f.writes.Take(); got["create Pod"] != 1 || got["status-update TApp"] != 1 {
+		t.Errorf("writes %v, want the pod created and the status write tried", got)
+	}
+}
+
+// TestReconcileWarningNotesAreBounded: a failed write's Warning carries the error, cut to the size the kit
+// allows an event note, however long the API server's message is.
+func TestReconcileWarningNotesAreBounded(t *testing.T) {
+	long := strings.Repeat("quota ", 1000)
+	f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New(long))
+		},
+	})
+	if _, err := f.reconcile(); !apierrors.IsForbidden(err) {
+		t.Fatalf("reconcile error = %v, want the Forbidden error", err)
+	}
+	var notes []string
+	for len(f.events.Events) > 0 {
+		if e, ok := strings.CutPrefix(<-f.events.Events, "Warning FailedCreate "); ok {
+			notes = append(notes, e)
+		}
+	}
+	if len(notes) != 1 {
+		t.Fatalf("FailedCreate warnings %q, want one", notes)
+	}
+	if n := len(notes[0]); n > kit.MaxMessageBytes || !strings.HasSuffix(notes[0], "...") {
+		t.Errorf("note of %d bytes ending %q, want at most %d ending with ...", n, notes[0][max(n-10, 0):], kit.MaxMessageBytes)
 	}
 }
 
 func TestReconcileKillAndRestart(t *testing.T) {
 	var uid types.UID
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			o := &client.DeleteOptions{}
 			o.ApplyOptions(opts)
@@ -309,7 +352,7 @@ func TestReconcileKillAndRestart(t *testing.T) {
 	f.settle(5)
 
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Statuses = map[string]tkestackv1.InstanceStatus{"1": "Killed"} })
-	if got := f.pass(); got["delete Pod"] != 1 || got["status TApp"] != 1 {
+	if got := f.pass(); got["delete Pod"] != 1 || got["status-update TApp"] != 1 {
 		t.Errorf("kill pass: %v", got)
 	}
 	if uid == "" {
@@ -339,7 +382,7 @@ func TestReconcileKillAndRestart(t *testing.T) {
 }
 
 func TestReconcileScaleDown(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(4).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(4).Obj()}, interceptor.Funcs{})
 	f.kubelet()
 	f.settle(5)
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Replicas = 1 })
@@ -357,23 +400,23 @@ func TestReconcileScaleDown(t *testing.T) {
 }
 
 func TestReconcileInPlaceUpdate(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(3).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{})
 	f.kubelet()
 	f.settle(5)
 
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.Containers[0].Image = newImage })
 	// (a) gate False, (b) the pod patch; the budget (1) allows one instance at a time, lowest id first.
-	if diff := cmp.Diff(map[string]int{"status Pod": 1, "patch Pod": 1, "status TApp": 1}, f.pass()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"status-patch Pod": 1, "patch Pod": 1, "status-update TApp": 1}, f.pass()); diff != "" {
 		t.Errorf("first update pass (-want +got):\n%s", diff)
 	}
 	pod := f.pods()["web-0"]
 	if pod.Spec.Containers[0].Image != newImage || pod.Annotations[tkestackv1.InPlaceUpdateStateKey] != "true" {
 		t.Errorf("pod 0 not patched: %v %v", pod.Spec.Containers[0].Image, pod.Annotations)
 	}
-	if _, ok := RecordOf(pod); !ok {
+	if _, ok := core.RecordOf(pod); !ok {
 		t.Error("pod 0 has no update record")
 	}
-	if g := GateCondition(pod); g == nil || g.Status != corev1.ConditionFalse {
+	if g := core.GateCondition(pod); g == nil || g.Status != corev1.ConditionFalse {
 		t.Errorf("pod 0 gate = %v, want False", g)
 	}
 	if st := f.app().Status.Statuses["0"]; st != tkestackv1.InstanceUpdating {
@@ -387,10 +430,10 @@ func TestReconcileInPlaceUpdate(t *testing.T) {
 
 	// The kubelet reports the new image: the gate goes True again.
 	f.kubelet()
-	if got := f.pass(); got["status Pod"] != 1 || got["patch Pod"] != 0 {
+	if got := f.pass(); got["status-patch Pod"] != 1 || got["patch Pod"] != 0 {
 		t.Errorf("completion pass: %v", got)
 	}
-	if g := GateCondition(f.pods()["web-0"]); g == nil || g.Status != corev1.ConditionTrue {
+	if g := core.GateCondition(f.pods()["web-0"]); g == nil || g.Status != corev1.ConditionTrue {
 		t.Errorf("pod 0 gate after completion = %v", g)
 	}
 	if got := countOf(f.drainEvents(), "Normal InPlaceUpdateCompleted"); got != 1 {
@@ -425,7 +468,7 @@ func TestReconcileInPlaceRetriesAfterKubeletRace(t *testing.T) {
 		}
 		return c.Patch(ctx, obj, patch, opts...)
 	}}
-	f := newFixture(t, []client.Object{webApp(1).Obj()}, race)
+	f := newFixture(t, []client.Object{newApp(1).Obj()}, race)
 	f.kubelet()
 	f.settle(5)
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Template.Spec.Containers[0].Image = newImage })
@@ -434,7 +477,7 @@ func TestReconcileInPlaceRetriesAfterKubeletRace(t *testing.T) {
 		t.Fatalf("%d conflicts injected, want 1", conflicts)
 	}
 	// One gate write, the patch that lost the race and its retry; no gate flip back to True.
-	if diff := cmp.Diff(map[string]int{"status Pod": 1, "patch Pod": 2, "status TApp": 1}, got); diff != "" {
+	if diff := cmp.Diff(map[string]int{"status-patch Pod": 1, "patch Pod": 2, "status-update TApp": 1}, got); diff != "" {
 		t.Errorf("update pass after a lost race (-want +got):\n%s", diff)
 	}
 	if pod := f.pods()["web-0"]; pod.Spec.Containers[0].Image != newImage {
@@ -443,7 +486,7 @@ func TestReconcileInPlaceRetriesAfterKubeletRace(t *testing.T) {
 }
 
 func TestReconcileRecreate(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(2).Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(2).Obj()}, interceptor.Funcs{})
 	f.kubelet()
 	f.settle(5)
 	f.updateApp(func(a *tkestackv1.TApp) {
@@ -461,7 +504,7 @@ func TestReconcileRecreate(t *testing.T) {
 }
 
 func TestReconcilePVCs(t *testing.T) {
-	f := newFixture(t, []client.Object{webApp(2).VolumeClaim("data", "1Gi").Obj()}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(2).VolumeClaim("data", "1Gi").Obj()}, interceptor.Funcs{})
 	if got := f.pass(); got["create PersistentVolumeClaim"] != 2 || got["create Pod"] != 2 {
 		t.Errorf("writes: %v", got)
 	}
@@ -491,7 +534,7 @@ func TestReconcileNameConflict(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: testNS, Labels: map[string]string{"app": "web"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}
-	f := newFixture(t, []client.Object{webApp(2).Obj(), foreign}, interceptor.Funcs{})
+	f := newFixture(t, []client.Object{newApp(2).Obj(), foreign}, interceptor.Funcs{})
 	if got := f.pass(); got["create Pod"] != 1 {
 		t.Errorf("writes: %v", got)
 	}
@@ -513,8 +556,8 @@ func TestReconcileNameConflict(t *testing.T) {
 }
 
 func TestReconcileAdoptsOrphans(t *testing.T) {
-	app := webApp(2).Obj()
-	p := NewPass(app, Options{})
+	app := newApp(2).Obj()
+	p := core.NewPass(app, core.Options{})
 	orphan := runningPod(p, 0)
 	orphan.OwnerReferences = nil
 	f := newFixture(t, []client.Object{app, orphan}, interceptor.Funcs{})
@@ -531,7 +574,7 @@ func TestReconcileAdoptsOrphans(t *testing.T) {
 }
 
 func TestReconcilePersistsDerivedSelector(t *testing.T) {
-	app := webApp(2).Obj()
+	app := newApp(2).Obj()
 	app.Spec.Selector = nil
 	f := newFixture(t, []client.Object{app}, interceptor.Funcs{})
 	if diff := cmp.Diff(map[string]int{"patch TApp": 1}, f.pass()); diff != "" {
@@ -546,8 +589,8 @@ func TestReconcilePersistsDerivedSelector(t *testing.T) {
 }
 
 func TestReconcileForceDeletesOnLostNode(t *testing.T) {
-	app := webApp(1).ForceDeletePod(true).Obj()
-	pod := runningPod(NewPass(app, Options{}), 0)
+	app := newApp(1).ForceDeletePod(true).Obj()
+	pod := runningPod(core.NewPass(app, core.Options{}), 0)
 	pod.Spec.NodeName = "gone"
 	pod.DeletionTimestamp = &mt0
 	pod.Finalizers = []string{"test.drover.dev/hold"}
@@ -573,7 +616,7 @@ func TestReconcileDeletedTAppForgetsIt(t *testing.T) {
 	if res, err := f.reconcile(); err != nil || res.RequeueAfter != 0 {
 		t.Errorf("missing TApp: %+v %v", res, err)
 	}
-	if got := f.writes.take(); len(got) != 0 {
+	if got := f.writes.Take(); len(got) != 0 {
 		t.Errorf("writes: %v", got)
 	}
 }
@@ -588,7 +631,7 @@ func apimetaFind(app *tkestackv1.TApp, typ string) metav1.Condition {
 }
 
 func TestReconcilePrunesUnusedTemplates(t *testing.T) {
-	app := webApp(2).Pool("used", tplWith(oldImage)).Pool("unused", tplWith(newImage)).
+	app := newApp(2).Pool("used", tplWith(oldImage)).Pool("unused", tplWith(newImage)).
 		InstanceTemplate("1", "used").AutoDeleteUnusedTemplate(true).Obj()
 	f := newFixture(t, []client.Object{app}, interceptor.Funcs{})
 	if diff := cmp.Diff(map[string]int{"patch TApp": 1}, f.pass()); diff != "" {
@@ -607,7 +650,7 @@ func TestReconcilePrunesUnusedTemplates(t *testing.T) {
 }
 
 func TestReconcileRequeuesForMinReadySeconds(t *testing.T) {
-	app := webApp(1).Obj()
+	app := newApp(1).Obj()
 	app.Spec.MinReadySeconds = 30
 	f := newFixture(t, []client.Object{app}, interceptor.Funcs{})
 	f.pass()
@@ -631,10 +674,10 @@ func TestReconcileRequeuesForMinReadySeconds(t *testing.T) {
 func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
 	t.Run("PVC of another owner", func(t *testing.T) {
 		other := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
-			Name: ClaimName("data", testName, 0), Namespace: testNS, Labels: map[string]string{"app": "web"},
+			Name: core.ClaimName("data", testName, 0), Namespace: testNS, Labels: map[string]string{"app": "web"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "other", Controller: new(true)}},
 		}}
-		f := newFixture(t, []client.Object{webApp(1).VolumeClaim("data", "1Gi").Obj(), other}, interceptor.Funcs{})
+		f := newFixture(t, []client.Object{newApp(1).VolumeClaim("data", "1Gi").Obj(), other}, interceptor.Funcs{})
 		res, err := f.reconcile()
 		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > claimWaitRequeueDelay {
 			t.Fatalf("result %+v, error %v; want a requeue within %s", res, err, claimWaitRequeueDelay)
@@ -644,29 +687,29 @@ func TestReconcileRequeuesWhatNoEventEnds(t *testing.T) {
 		}
 	})
 	t.Run("pod name taken", func(t *testing.T) {
-		f := newFixture(t, []client.Object{webApp(1).Obj()}, interceptor.Funcs{
+		f := newFixture(t, []client.Object{newApp(1).Obj()}, interceptor.Funcs{
 			Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
 				return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, obj.GetName())
 			},
 		})
 		res, err := f.reconcile()
-		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > conflictRequeueDelay {
-			t.Fatalf("result %+v, error %v; want a requeue within %s", res, err, conflictRequeueDelay)
+		if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > kit.ConflictBaseDelay {
+			t.Fatalf("result %+v, error %v; want a requeue within %s", res, err, kit.ConflictBaseDelay)
 		}
 	})
 }
 
 // TestScaledClaimsStayWhileTheirPodExists: under whenScaled Delete, the PVC of a removed id goes only once no
-// pod of that name exists, whoever owns it (§10): a released pod still mounts it.
+// pod of that name exists, whoever owns it: a released pod still mounts it.
 func TestScaledClaimsStayWhileTheirPodExists(t *testing.T) {
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
-		Name: ClaimName("data", testName, 1), Namespace: testNS, Labels: map[string]string{"app": "web"},
+		Name: core.ClaimName("data", testName, 1), Namespace: testNS, Labels: map[string]string{"app": "web"},
 	}}
 	released := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: PodName(testName, 1), Namespace: testNS, Labels: map[string]string{"app": "elsewhere"}},
+		ObjectMeta: metav1.ObjectMeta{Name: core.PodName(testName, 1), Namespace: testNS, Labels: map[string]string{"app": "elsewhere"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}
-	app := webApp(1).VolumeClaim("data", "1Gi").PVCRetention(tkestackv1.RetainPersistentVolumeClaimRetentionPolicyType,
+	app := newApp(1).VolumeClaim("data", "1Gi").PVCRetention(tkestackv1.RetainPersistentVolumeClaimRetentionPolicyType,
 		tkestackv1.DeletePersistentVolumeClaimRetentionPolicyType).Obj()
 	f := newFixture(t, []client.Object{app, claim, released}, interceptor.Funcs{})
 	f.settle(5)
@@ -684,8 +727,8 @@ func TestScaledClaimsStayWhileTheirPodExists(t *testing.T) {
 // TestReplicasOverTheBoundBlockEveryWrite: a TApp stored with more replicas than the schema allows (an older
 // CRD) gets InvalidSpec and no pod writes, and no per-instance work beyond the bound.
 func TestReplicasOverTheBoundBlockEveryWrite(t *testing.T) {
-	app := webApp(tkestackv1.MaxReplicas + 1).Obj()
-	p := NewPass(app, Options{})
+	app := newApp(tkestackv1.MaxReplicas + 1).Obj()
+	p := core.NewPass(app, core.Options{})
 	if !p.Settings.Blocked || p.Desired.Replicas != tkestackv1.MaxReplicas {
 		t.Fatalf("blocked %v, desired replicas %d; want blocked and %d", p.Settings.Blocked, p.Desired.Replicas, tkestackv1.MaxReplicas)
 	}

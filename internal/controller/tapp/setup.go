@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/drover-dev/drover/internal/controller/tapp/core"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,7 +22,7 @@ const ControllerName = "tapp"
 
 // Controller describes the TApp controller to the manager.
 func Controller() *kit.Controller {
-	opts := &Options{}
+	opts := &core.Options{}
 	fs := kit.NewFlagSet(ControllerName)
 	fs.IntVar(&opts.ConcurrentReconciles, "tapp-concurrent-reconciles", 5, "Concurrent TApp reconciles.")
 	fs.IntVar(&opts.PodWriteConcurrency, "tapp-pod-write-concurrency", DefaultPodWriteConcurrency,
@@ -40,9 +42,9 @@ func Controller() *kit.Controller {
 
 // Setup registers the TApp controller with the manager; the indexes of Indexes must be registered. The controller runs on the leader only
 // (controller-runtime's default). Every TApp update triggers a pass, status updates included (a user
-// removing a finished entry from status.statuses restarts it, §8); the echo of drover's own status write
-// is a pass that writes nothing (§15).
-func Setup(_ context.Context, mgr manager.Manager, opts Options) error {
+// removing a finished entry from status.statuses restarts it); the echo of drover's own status write
+// is a pass that writes nothing.
+func Setup(_ context.Context, mgr manager.Manager, opts core.Options) error {
 	r := NewReconciler(Config{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
