@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/testutil"
@@ -231,9 +230,9 @@ var _ = Describe("NodePool", func() {
 				return cur.ResourceVersion
 			}
 			beforePool := poolRV()
-			passes := nodePoolReconciles()
+			passes := reconcileTotal("nodepool")
 			nodeRV := editLabels(func(l map[string]string) { l["unrelated"] = "x" })
-			Eventually(nodePoolReconciles).Should(BeNumerically(">", passes), "no NodePool pass ran after the nudge")
+			Eventually(func() float64 { return reconcileTotal("nodepool") }).Should(BeNumerically(">", passes), "no NodePool pass ran after the nudge")
 			Consistently(func() string { return getNode(n)().ResourceVersion }, "2s").Should(Equal(nodeRV))
 			Expect(poolRV()).To(Equal(beforePool))
 		})
@@ -250,24 +249,4 @@ func causeFields(err error) []string {
 		}
 	}
 	return fields
-}
-
-// nodePoolReconciles returns how many passes the NodePool controller has run so far.
-func nodePoolReconciles() float64 {
-	families, err := metrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	var total float64
-	for _, mf := range families {
-		if mf.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "nodepool" {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
 }

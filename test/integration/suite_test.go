@@ -141,3 +141,33 @@ func sum(ms []*dto.Metric) float64 {
 	}
 	return s
 }
+
+// reconcileErrors returns how many passes of a controller returned an error so far.
+func reconcileErrors(controllerName string) float64 {
+	return controllerCounter("controller_runtime_reconcile_errors_total", controllerName)
+}
+
+// reconcileTotal returns how many reconciles the controller has finished, whatever their result.
+func reconcileTotal(controllerName string) float64 {
+	return controllerCounter("controller_runtime_reconcile_total", controllerName)
+}
+
+// controllerCounter sums a controller-runtime counter over the series of one controller.
+func controllerCounter(metric, controllerName string) float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var total float64
+	for _, mf := range families {
+		if mf.GetName() != metric {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controllerName {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}

@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
@@ -163,36 +162,6 @@ func bindPod(ctx context.Context, ns, pod, node string) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}},
 		&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod},
 			Target: corev1.ObjectReference{Kind: "Node", Name: node}})).To(Succeed())
-}
-
-// reconcileErrors returns how many passes of a controller returned an error so far.
-func reconcileErrors(controllerName string) float64 {
-	return controllerCounter("controller_runtime_reconcile_errors_total", controllerName)
-}
-
-// reconcileTotal returns how many reconciles the controller has finished, whatever their result.
-func reconcileTotal(controllerName string) float64 {
-	return controllerCounter("controller_runtime_reconcile_total", controllerName)
-}
-
-// controllerCounter sums a controller-runtime counter over the series of one controller.
-func controllerCounter(metric, controllerName string) float64 {
-	families, err := metrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	var total float64
-	for _, mf := range families {
-		if mf.GetName() != metric {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controllerName {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
 }
 
 var _ = Describe("TApp", func() {

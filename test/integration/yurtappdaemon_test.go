@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
@@ -36,27 +35,6 @@ var ownerKinds = []ownerKind{
 	{name: "UnitedDaemonSet", controller: "uniteddaemonset", new: func(name, ns string) openyurtv1alpha1.Owner {
 		return &openyurtv1alpha1.UnitedDaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	}},
-}
-
-// reconcileTotal returns how many passes a controller finished so far
-// (controller_runtime_reconcile_total), to prove that a pass ran before asserting that it wrote nothing.
-func reconcileTotal(controllerName string) float64 {
-	families, err := metrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	var total float64
-	for _, mf := range families {
-		if mf.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controllerName {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
 }
 
 func podTemplate(app, image string) corev1.PodTemplateSpec {
