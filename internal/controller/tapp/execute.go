@@ -29,7 +29,7 @@ func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
 	for i, a := range gates {
 		res := results[i]
 		if res.Err != nil {
-			rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), a.Pod, res.Err)
+			rn.fail(tkestackv1.ReasonFailedUpdate, tkestackv1.FormatInstanceID(a.ID), a.Pod, res.Err)
 			continue
 		}
 		rn.view[a.ID] = res.Out
@@ -61,7 +61,7 @@ func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
 	for i, a := range dels {
 		force := a.Action == core.ActionForceDelete
 		if err := results[i].Err; err != nil && !apierrors.IsNotFound(err) {
-			rn.fail(tkestackv1.ReasonFailedDelete, core.FormatID(a.ID), a.Pod, err)
+			rn.fail(tkestackv1.ReasonFailedDelete, tkestackv1.FormatInstanceID(a.ID), a.Pod, err)
 			continue
 		}
 		x := &expectation{kind: expectDelete, uid: a.Pod.UID, graceful: !force}
@@ -137,7 +137,7 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 			// (no issue, Warning, error or retry with backoff).
 			terminating++
 		case res.Err != nil:
-			rn.fail(tkestackv1.ReasonFailedCreate, core.FormatID(a.ID), a.Desired, res.Err)
+			rn.fail(tkestackv1.ReasonFailedCreate, tkestackv1.FormatInstanceID(a.ID), a.Desired, res.Err)
 		case out.claimWait != "":
 			rn.out.RequeueAfter(claimWaitRequeueDelay)
 		case out.claimConflict != "":
@@ -171,7 +171,7 @@ func (r *Reconciler) recordCreate(rn *run, a core.InstanceAction, out createOutc
 	r.expect(rn, a.ID, &expectation{kind: expectCreate, uid: latest.UID, rv: latest.ResourceVersion, pod: view})
 	rn.events.Normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, out.created, "Created pod %s", out.created.Name)
 	if out.gateErr != nil {
-		rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), out.created, out.gateErr)
+		rn.fail(tkestackv1.ReasonFailedUpdate, tkestackv1.FormatInstanceID(a.ID), out.created, out.gateErr)
 	}
 }
 
@@ -244,7 +244,7 @@ func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
 				rn.view[a.ID] = g
 				r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: g.UID, rv: g.ResourceVersion, pod: g})
 			}
-			rn.fail(tkestackv1.ReasonFailedUpdate, core.FormatID(a.ID), bases[i], res.Err)
+			rn.fail(tkestackv1.ReasonFailedUpdate, tkestackv1.FormatInstanceID(a.ID), bases[i], res.Err)
 			continue
 		}
 		pod := res.Out.pod

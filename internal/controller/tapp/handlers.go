@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/controller/tapp/core"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -15,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -63,7 +63,7 @@ func tappNameOfPodName(podName string) (string, bool) {
 	if i <= 0 {
 		return "", false
 	}
-	if _, ok := core.ParseID(podName[i+1:]); !ok {
+	if _, ok := tkestackv1.ParseInstanceID(podName[i+1:]); !ok {
 		return "", false
 	}
 	return podName[:i], true

@@ -3,8 +3,6 @@ package tapp
 import (
 	"strings"
 
-	"github.com/drover-dev/drover/internal/controller/tapp/core"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -68,7 +66,7 @@ func orphanTAppName(pod metav1.Object) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if _, ok := core.ParseID(key); !ok {
+	if _, ok := tkestackv1.ParseInstanceID(key); !ok {
 		return "", false
 	}
 	name, found := strings.CutSuffix(pod.GetName(), "-"+key)

@@ -42,7 +42,7 @@ func TestComputeAppStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := map[string]tkestackv1.InstanceStatus{}
 			for i, s := range tc.in {
-				m[FormatID(i)] = s
+				m[tkestackv1.FormatInstanceID(i)] = s
 			}
 			if got := computeAppStatus(m); got != tc.want {
 				t.Errorf("ComputeAppStatus(%v) = %s, want %s", tc.in, got, tc.want)

@@ -2,7 +2,6 @@ package core
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,32 +11,9 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-// ParseID parses a canonical instance id: the decimal form of an integer in [0, MaxInstanceID] without sign,
-// spaces or leading zeros ("0", "17"; never "017", "+1", "-1", " 1").
-func ParseID(s string) (int, bool) {
-	if s == "" || len(s) > 10 || (s[0] == '0' && len(s) > 1) {
-		return 0, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n > tkestackv1.MaxInstanceID {
-		return 0, false
-	}
-	return int(n), true
-}
-
-// FormatID returns the canonical string of an id, the key of the statuses and templates maps.
-func FormatID(id int) string {
-	return strconv.Itoa(id)
-}
-
 // PodName returns the only name the pod of an instance may have: <tapp>-<id>.
 func PodName(tappName string, id int) string {
-	return tappName + "-" + FormatID(id)
+	return tappName + "-" + tkestackv1.FormatInstanceID(id)
 }
 
 // idFromPodName returns the id encoded in a pod name <tapp>-<id>, when the suffix is canonical.
@@ -46,7 +22,7 @@ func idFromPodName(tappName, podName string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	return ParseID(suffix)
+	return tkestackv1.ParseInstanceID(suffix)
 }
 
 // Pods maps instance ids to their pod. In an Observation it holds owned, well-formed pods only.
@@ -101,7 +77,7 @@ func ClassifyPods(app *tkestackv1.TApp, pods []*corev1.Pod) Classified {
 		}
 		nameID, nameOK := idFromPodName(app.Name, pod.Name)
 		labelValue, hasLabel := pod.Labels[tkestackv1.TAppInstanceKey]
-		if nameOK && hasLabel && labelValue == FormatID(nameID) {
+		if nameOK && hasLabel && labelValue == tkestackv1.FormatInstanceID(nameID) {
 			out.Pods[nameID] = pod
 			continue
 		}
@@ -122,7 +98,7 @@ func CanAdopt(app *tkestackv1.TApp, selector labels.Selector, pod *corev1.Pod) b
 		metav1.GetControllerOfNoCopy(pod) != nil || pod.DeletionTimestamp != nil {
 		return false
 	}
-	id, ok := ParseID(pod.Labels[tkestackv1.TAppInstanceKey])
+	id, ok := tkestackv1.ParseInstanceID(pod.Labels[tkestackv1.TAppInstanceKey])
 	return ok && pod.Name == PodName(app.Name, id) && selector.Matches(labels.Set(pod.Labels))
 }
 

@@ -12,25 +12,6 @@ import (
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
-func TestParseID(t *testing.T) {
-	tests := map[string]struct {
-		id int
-		ok bool
-	}{
-		"0": {0, true}, "17": {17, true}, "2147483646": {2147483646, true},
-		"2147483647": {}, "017": {}, "+1": {}, "-1": {}, " 1": {}, "1 ": {}, "": {}, "1e3": {}, "99999999999": {},
-		"０": {},
-	}
-	for in, tc := range tests {
-		t.Run(in, func(t *testing.T) {
-			id, ok := ParseID(in)
-			if id != tc.id || ok != tc.ok {
-				t.Errorf("ParseID(%q) = %d, %v; want %d, %v", in, id, ok, tc.id, tc.ok)
-			}
-		})
-	}
-}
-
 func ownedPod(name, instance string, owner metav1.OwnerReference) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: map[string]string{"app": "web"},
 		OwnerReferences: []metav1.OwnerReference{owner}}}

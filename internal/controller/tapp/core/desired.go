@@ -36,7 +36,7 @@ func computeDesired(replicas int32, killed map[int]bool, prev map[string]tkestac
 	prevApp tkestackv1.AppStatus, deletePodAfterAppFinish bool) Desired {
 	d := Desired{Replicas: int(max(replicas, 0)), Completed: map[int]bool{}, PrevStatuses: map[int]tkestackv1.InstanceStatus{}}
 	for key, st := range prev {
-		if id, ok := ParseID(key); ok {
+		if id, ok := tkestackv1.ParseInstanceID(key); ok {
 			d.PrevStatuses[id] = st
 		}
 	}

@@ -153,7 +153,7 @@ func dropCond(p *corev1.Pod, t corev1.PodConditionType) {
 func podsOf(pods ...*corev1.Pod) Pods {
 	out := Pods{}
 	for _, p := range pods {
-		id, _ := ParseID(p.Labels[tkestackv1.TAppInstanceKey])
+		id, _ := tkestackv1.ParseInstanceID(p.Labels[tkestackv1.TAppInstanceKey])
 		out[id] = p
 	}
 	return out
@@ -163,7 +163,7 @@ func podsOf(pods ...*corev1.Pod) Pods {
 func actionsByID(plan *Plan) map[string]Action {
 	out := map[string]Action{}
 	for _, a := range plan.Actions {
-		out[FormatID(a.ID)] = a.Action
+		out[tkestackv1.FormatInstanceID(a.ID)] = a.Action
 	}
 	return out
 }

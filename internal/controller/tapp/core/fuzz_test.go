@@ -111,7 +111,7 @@ func FuzzPlan(f *testing.F) {
 		checkPlan(t, p, plan, obs)
 		status, _ := p.Status(obs, plan.Issues)
 		for id := range status.Statuses {
-			if _, ok := ParseID(id); !ok {
+			if _, ok := tkestackv1.ParseInstanceID(id); !ok {
 				t.Fatalf("non-canonical status key %q", id)
 			}
 		}

@@ -57,11 +57,11 @@ func (p *Pass) InstanceStatuses(pods Pods) map[string]tkestackv1.InstanceStatus 
 	out := make(map[string]tkestackv1.InstanceStatus, max(p.Desired.Replicas, len(pods)))
 	for id, pod := range pods {
 		tpl, _ := p.Template(id)
-		out[FormatID(id)] = podInstanceStatus(pod, p.Desired.Prev(id), willMigrate(p.App.Spec.NeverMigrate, pod, tpl))
+		out[tkestackv1.FormatInstanceID(id)] = podInstanceStatus(pod, p.Desired.Prev(id), willMigrate(p.App.Spec.NeverMigrate, pod, tpl))
 	}
 	for id := 0; id < p.Desired.Replicas; id++ {
 		if _, ok := pods[id]; !ok {
-			out[FormatID(id)] = missingInstanceStatus(p.Settings.Killed[id], p.Desired.Prev(id))
+			out[tkestackv1.FormatInstanceID(id)] = missingInstanceStatus(p.Settings.Killed[id], p.Desired.Prev(id))
 		}
 	}
 	return out

@@ -82,8 +82,8 @@ func subjectList(subjects []string) string {
 }
 
 func compareSubjects(a, b string) int {
-	ia, okA := ParseID(a)
-	ib, okB := ParseID(b)
+	ia, okA := tkestackv1.ParseInstanceID(a)
+	ib, okB := tkestackv1.ParseInstanceID(b)
 	switch {
 	case okA && okB:
 		return ia - ib
@@ -98,7 +98,7 @@ func compareSubjects(a, b string) int {
 
 // IDIssue returns an issue about an instance id.
 func IDIssue(reason string, id int, format string, args ...any) Issue {
-	return Issue{Reason: reason, Subject: FormatID(id), Message: fmt.Sprintf(format, args...)}
+	return Issue{Reason: reason, Subject: tkestackv1.FormatInstanceID(id), Message: fmt.Sprintf(format, args...)}
 }
 
 // maxIssuesPerEvent bounds the issues one Warning event lists.

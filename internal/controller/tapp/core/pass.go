@@ -83,7 +83,7 @@ func NewPass(app *tkestackv1.TApp, opts Options) *Pass {
 
 // TemplateName returns the template name of an id.
 func (p *Pass) TemplateName(id int) string {
-	return p.App.Spec.TemplateNameOf(FormatID(id))
+	return p.App.Spec.TemplateNameOf(tkestackv1.FormatInstanceID(id))
 }
 
 // Template returns the resolved template of an id; false when its name resolves to nothing.

@@ -93,7 +93,7 @@ func runPlanCases(t *testing.T, tests map[string]planCase) {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
 			for id, reason := range tc.reasons {
-				n, _ := ParseID(id)
+				n, _ := tkestackv1.ParseInstanceID(id)
 				if a, _ := plan.Action(n); a.Reason != reason {
 					t.Errorf("reason of %s = %q, want %q", id, a.Reason, reason)
 				}

@@ -28,7 +28,7 @@ func NewPod(app *tkestackv1.TApp, id int, tpl *Template) *corev1.Pod {
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	lbls[tkestackv1.TAppInstanceKey] = FormatID(id)
+	lbls[tkestackv1.TAppInstanceKey] = tkestackv1.FormatInstanceID(id)
 	lbls[tkestackv1.TAppHashKey] = tpl.Hash
 	lbls[tkestackv1.TAppUniqHashKey] = tpl.UniqHash
 	pod := &corev1.Pod{

@@ -13,7 +13,7 @@ import (
 
 // ClaimName returns the PVC name of a claim template for an instance: <claim>-<tapp>-<id>.
 func ClaimName(claim, tappName string, id int) string {
-	return claim + "-" + tappName + "-" + FormatID(id)
+	return claim + "-" + tappName + "-" + tkestackv1.FormatInstanceID(id)
 }
 
 // parseClaimName maps a PVC name back to the claim template and id, for the claim templates of the TApp;
@@ -22,7 +22,7 @@ func parseClaimName(app *tkestackv1.TApp, pvcName string) (claim string, id int,
 	for i := range app.Spec.VolumeClaimTemplates {
 		c := app.Spec.VolumeClaimTemplates[i].Name
 		if suffix, found := strings.CutPrefix(pvcName, c+"-"+app.Name+"-"); found {
-			if id, ok := ParseID(suffix); ok {
+			if id, ok := tkestackv1.ParseInstanceID(suffix); ok {
 				return c, id, true
 			}
 		}

@@ -3,14 +3,13 @@ package core
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
@@ -76,50 +75,6 @@ type Options struct {
 	PodWriteConcurrency int
 }
 
-var percentBudget = regexp.MustCompile(`^[0-9]+%$`)
-
-// ValidBudget reports whether a maxUnavailable value is valid at runtime: an int >= 1 or "<n>%" with
-// n in 1..100.
-func ValidBudget(v *intstr.IntOrString) bool {
-	if v == nil {
-		return false
-	}
-	if v.Type == intstr.Int {
-		return v.IntVal >= 1
-	}
-	if v.Type != intstr.String || !percentBudget.MatchString(v.StrVal) {
-		return false
-	}
-	n, err := strconv.Atoi(v.StrVal[:len(v.StrVal)-1])
-	return err == nil && n >= 1 && n <= 100
-}
-
-// budgetValue resolves a valid budget against D desired-running instances: an int as given, a percent of D
-// rounded up. Invalid values resolve to 0; callers use Settings, whose budgets are valid.
-func budgetValue(v intstr.IntOrString, d int) int {
-	if !ValidBudget(&v) {
-		return 0
-	}
-	if v.Type == intstr.Int {
-		return int(v.IntVal)
-	}
-	pct, _ := strconv.Atoi(v.StrVal[:len(v.StrVal)-1])
-	return (pct*d + 99) / 100
-}
-
-// deriveSelector returns the selector the webhook derives from a template: matchLabels = the template's
-// labels minus the instance and hash labels; nil when none remain.
-func deriveSelector(tpl *corev1.PodTemplateSpec) *metav1.LabelSelector {
-	ml := maps.Clone(tpl.Labels)
-	delete(ml, tkestackv1.TAppInstanceKey)
-	delete(ml, tkestackv1.TAppHashKey)
-	delete(ml, tkestackv1.TAppUniqHashKey)
-	if len(ml) == 0 {
-		return nil
-	}
-	return &metav1.LabelSelector{MatchLabels: ml}
-}
-
 // scaleLabelSelector renders a selector for status.scaleLabelSelector (keys sorted, as Kubernetes renders
 // labels.Selector); empty for nil or invalid selectors.
 func scaleLabelSelector(sel *metav1.LabelSelector) string {
@@ -155,7 +110,7 @@ func settingsOf(app *tkestackv1.TApp, opts Options) (Settings, []Issue) {
 	s.ForceMaxUnavailable, issues = budgetOrDefault(spec.UpdateStrategy.ForceUpdate.MaxUnavailable,
 		tkestackv1.DefaultForceUpdateMaxUnavailable, "spec.updateStrategy.forceUpdate.maxUnavailable", issues)
 	for _, key := range slices.Sorted(maps.Keys(spec.Statuses)) {
-		id, ok := ParseID(key)
+		id, ok := tkestackv1.ParseInstanceID(key)
 		switch {
 		case !ok:
 			issues = append(issues, invalidSpec(fmt.Sprintf("spec.statuses[%s]", key), "key is not a canonical instance id; ignored"))
@@ -167,7 +122,7 @@ func settingsOf(app *tkestackv1.TApp, opts Options) (Settings, []Issue) {
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(spec.Templates)) {
-		if _, ok := ParseID(key); !ok {
+		if _, ok := tkestackv1.ParseInstanceID(key); !ok {
 			issues = append(issues, invalidSpec(fmt.Sprintf("spec.templates[%s]", key), "key is not a canonical instance id; ignored"))
 		}
 	}
@@ -178,8 +133,8 @@ func budgetOrDefault(v *intstr.IntOrString, def intstr.IntOrString, path string,
 	if v == nil {
 		return def, issues
 	}
-	if !ValidBudget(v) {
-		return def, append(issues, invalidSpec(path, fmt.Sprintf("invalid budget %q; using %q", v.String(), def.String())))
+	if errs := tkestackv1.ValidateBudget(v, nil); len(errs) > 0 {
+		return def, append(issues, invalidSpec(path, fmt.Sprintf("invalid budget %q (%s); using %q", v.String(), errs[0].Detail, def.String())))
 	}
 	return *v, issues
 }
@@ -191,37 +146,12 @@ func invalidSpec(subject, message string) Issue {
 // selectorOf returns the effective selector: spec.selector, else derived from spec.template.
 // Invalid means: none derivable, unparsable, empty, or matching no template.
 func selectorOf(spec *tkestackv1.TAppSpec) (sel *metav1.LabelSelector, derived bool, issue *Issue) {
-	sel = spec.Selector
-	if sel == nil {
-		if sel = deriveSelector(&spec.Template); sel == nil {
-			is := invalidSpec("spec.selector", "not set, and spec.template has no labels to derive it from")
-			return nil, false, &is
-		}
-		derived = true
-	}
-	parsed, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		is := invalidSpec("spec.selector", err.Error())
+	eff, errs := spec.EffectiveSelector(field.NewPath("spec", "selector"))
+	if len(errs) > 0 {
+		is := invalidSpec("spec.selector", errs[0].ErrorBody())
 		return nil, false, &is
 	}
-	if parsed.Empty() {
-		is := invalidSpec("spec.selector", "empty selector")
-		return nil, false, &is
-	}
-	if !parsed.Matches(labels.Set(spec.Template.Labels)) && !poolMatches(spec, parsed) {
-		is := invalidSpec("spec.selector", "matches no template")
-		return nil, false, &is
-	}
-	return sel, derived, nil
-}
-
-func poolMatches(spec *tkestackv1.TAppSpec, sel labels.Selector) bool {
-	for name, tpl := range spec.TemplatePool {
-		if name != tkestackv1.DefaultTemplateName && sel.Matches(labels.Set(tpl.Labels)) {
-			return true
-		}
-	}
-	return false
+	return eff.LabelSelector, eff.Derived, nil
 }
 
 // resolveTemplates resolves and hashes spec.template and every usable templatePool entry once.
@@ -271,4 +201,11 @@ func UnusedTemplates(spec *tkestackv1.TAppSpec) []string {
 	}
 	slices.Sort(unused)
 	return unused
+}
+
+// budgetValue resolves a valid budget against d desired-running instances (the API's rule: an int as given,
+// a percentage of d rounded up); an invalid budget resolves to 0.
+func budgetValue(v intstr.IntOrString, d int) int {
+	n, _ := tkestackv1.ResolveBudget(v, d)
+	return n
 }

@@ -38,8 +38,8 @@ func TestBudgets(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := ValidBudget(tc.in); got != tc.valid {
-				t.Fatalf("ValidBudget = %v, want %v", got, tc.valid)
+			if got := tc.in != nil && len(tkestackv1.ValidateBudget(tc.in, nil)) == 0; got != tc.valid {
+				t.Fatalf("ValidateBudget says valid = %v, want %v", got, tc.valid)
 			}
 			if tc.in != nil {
 				if got := budgetValue(*tc.in, tc.d); got != tc.want {
