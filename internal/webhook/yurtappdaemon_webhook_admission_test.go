@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,8 +113,10 @@ func named(obj client.Object, name, namespace string) client.Object {
 	return obj
 }
 
-// dryRuns records the dry-run creates a validator sends and answers them with respond.
+// dryRuns records the dry-run creates a validator sends and answers them with respond. The dry runs of one
+// request go concurrently: objs holds them in the order they arrived.
 type dryRuns struct {
+	mu      sync.Mutex
 	objs    []*unstructured.Unstructured
 	opts    [][]client.CreateOption
 	respond func(obj *unstructured.Unstructured) error
@@ -126,8 +129,10 @@ func (d *dryRuns) client() client.Client {
 			if !ok {
 				return errors.New("the dry run sends unstructured objects")
 			}
+			d.mu.Lock()
 			d.objs = append(d.objs, u.DeepCopy())
 			d.opts = append(d.opts, opts)
+			d.mu.Unlock()
 			if d.respond == nil {
 				return nil
 			}
@@ -369,12 +374,13 @@ func TestOwnerValidatorDryRunAppliesOneTweakPerRun(t *testing.T) {
 		if _, err := k.validate(context.Background(), nil, d.client(), nil, k.owner("dns", spec)); err != nil {
 			t.Fatalf("validate: %v", err)
 		}
-		var images []any
+		var images []string
 		for _, obj := range d.objs {
 			containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-			images = append(images, containers[0].(map[string]any)["image"])
+			images = append(images, containers[0].(map[string]any)["image"].(string))
 		}
-		if diff := cmp.Diff([]any{"coredns:1.11", "a:1", "b:1"}, images); diff != "" {
+		slices.Sort(images) // the runs go concurrently
+		if diff := cmp.Diff([]string{"a:1", "b:1", "coredns:1.11"}, images); diff != "" {
 			t.Errorf("images sent (-want +got):\n%s", diff)
 		}
 	})
