@@ -3,7 +3,9 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -22,6 +24,34 @@ import (
 
 	"github.com/drover-dev/drover/internal/scheme"
 )
+
+// dryRuns records the dry-run creates a validator sends, of objects of type T, and answers them with respond.
+// The dry runs of one request go concurrently: objs holds them in the order they arrived.
+type dryRuns[T client.Object] struct {
+	mu      sync.Mutex
+	objs    []T
+	opts    [][]client.CreateOption
+	respond func(obj T) error
+}
+
+func (d *dryRuns[T]) client() client.Client {
+	return fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			o, ok := obj.(T)
+			if !ok {
+				return fmt.Errorf("the dry run sent a %T", obj)
+			}
+			d.mu.Lock()
+			d.objs = append(d.objs, o.DeepCopyObject().(T))
+			d.opts = append(d.opts, opts)
+			d.mu.Unlock()
+			if d.respond == nil {
+				return nil
+			}
+			return d.respond(o)
+		},
+	}).Build()
+}
 
 func TestDroppedFields(t *testing.T) {
 	tests := map[string]struct {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -111,34 +110,6 @@ func named(obj client.Object, name, namespace string) client.Object {
 	obj.SetName(name)
 	obj.SetNamespace(namespace)
 	return obj
-}
-
-// dryRuns records the dry-run creates a validator sends and answers them with respond. The dry runs of one
-// request go concurrently: objs holds them in the order they arrived.
-type dryRuns struct {
-	mu      sync.Mutex
-	objs    []*unstructured.Unstructured
-	opts    [][]client.CreateOption
-	respond func(obj *unstructured.Unstructured) error
-}
-
-func (d *dryRuns) client() client.Client {
-	return fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
-		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			u, ok := obj.(*unstructured.Unstructured)
-			if !ok {
-				return errors.New("the dry run sends unstructured objects")
-			}
-			d.mu.Lock()
-			d.objs = append(d.objs, u.DeepCopy())
-			d.opts = append(d.opts, opts)
-			d.mu.Unlock()
-			if d.respond == nil {
-				return nil
-			}
-			return d.respond(u)
-		},
-	}).Build()
 }
 
 // invalidChild is the API server's 422 for a child with the given field errors.
@@ -308,7 +279,7 @@ func TestOwnerValidatorDryRun(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k ownerKind) {
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {
-				d := &dryRuns{respond: tc.respond}
+				d := &dryRuns[*unstructured.Unstructured]{respond: tc.respond}
 				var oldObj openyurtv1alpha1.Owner
 				if tc.oldSpec != nil {
 					oldObj = k.owner("dns", tc.oldSpec)
@@ -370,7 +341,7 @@ func TestOwnerValidatorDryRunAppliesOneTweakPerRun(t *testing.T) {
 		}
 	})
 	forEachKind(t, func(t *testing.T, k ownerKind) {
-		d := &dryRuns{}
+		d := &dryRuns[*unstructured.Unstructured]{}
 		if _, err := k.validate(context.Background(), nil, d.client(), nil, k.owner("dns", spec)); err != nil {
 			t.Fatalf("validate: %v", err)
 		}
@@ -388,7 +359,7 @@ func TestOwnerValidatorDryRunAppliesOneTweakPerRun(t *testing.T) {
 
 func TestOwnerValidatorStatefulSetDryRun(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k ownerKind) {
-		d := &dryRuns{respond: func(*unstructured.Unstructured) error {
+		d := &dryRuns[*unstructured.Unstructured]{respond: func(*unstructured.Unstructured) error {
 			return apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "",
 				field.ErrorList{field.Required(field.NewPath("spec", "serviceName"), "")})
 		}}

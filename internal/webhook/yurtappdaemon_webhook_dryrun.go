@@ -14,6 +14,10 @@ import (
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
 )
 
+// The validating webhook sends each child as a dry-run create, with the manager's identity.
+//
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=create
+
 const (
 	// dryRunPool is the placeholder pool the template is rendered for in the dry runs, as in the tweak validation.
 	dryRunPool = render.PlaceholderPoolName

@@ -86,7 +86,7 @@ func TestOwnerValidatorReportsDroppedFields(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k ownerKind) {
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {
-				d := &dryRuns{respond: tc.respond}
+				d := &dryRuns[*unstructured.Unstructured]{respond: tc.respond}
 				var oldObj openyurtv1alpha1.Owner
 				if tc.oldSpec != nil {
 					oldObj = k.owner("db", tc.oldSpec)
@@ -117,7 +117,7 @@ func TestOwnerValidatorDryRunOrderIsDeterministic(t *testing.T) {
 	})
 	forEachKind(t, func(t *testing.T, k ownerKind) {
 		bAnswered := make(chan struct{})
-		d := &dryRuns{respond: func(u *unstructured.Unstructured) error {
+		d := &dryRuns[*unstructured.Unstructured]{respond: func(u *unstructured.Unstructured) error {
 			if err := imageIs("b:1")(u); err != nil {
 				close(bAnswered)
 				return err
