@@ -50,17 +50,7 @@ func (v OwnerValidator[T]) dryRunTemplate(ctx context.Context, obj, oldObj openy
 		return nil, nil
 	}
 	tmplChanged := oldObj == nil || templateChanged(oldObj, obj)
-	var tweaks []int
-	for i := range spec.WorkloadTweaks {
-		t := &spec.WorkloadTweaks[i]
-		if len(t.Tweaks.ContainerImages) == 0 && len(t.Tweaks.Patches) == 0 ||
-			hasErrorAt(errs, fmt.Sprintf("spec.workloadTweaks[%d]", i)) {
-			continue
-		}
-		if tmplChanged || tweakChanged(oldObj, i, t) {
-			tweaks = append(tweaks, i)
-		}
-	}
+	tweaks := tweaksToDryRun(spec, oldObj, errs, tmplChanged)
 	if !tmplChanged && len(tweaks) == 0 {
 		return nil, nil
 	}
@@ -90,7 +80,31 @@ func (v OwnerValidator[T]) dryRunTemplate(ctx context.Context, obj, oldObj openy
 		warnings = dryRunWarnings("the workload template was", "the children", err)
 	}
 
-	prefix := field.NewPath("spec", "workloadTemplate", member)
+	return ownerDryRunErrors(field.NewPath("spec", "workloadTemplate", member), results, sent, tmplChanged), warnings
+}
+
+// tweaksToDryRun returns the indexes of the tweaks to dry-run: those with images or patches and without
+// errors of their own in errs, and on UPDATE (oldObj not nil) only when the template or the tweak changed.
+func tweaksToDryRun(spec *openyurtv1alpha1.YurtAppDaemonSpec, oldObj openyurtv1alpha1.Owner, errs field.ErrorList,
+	tmplChanged bool) []int {
+	var tweaks []int
+	for i := range spec.WorkloadTweaks {
+		t := &spec.WorkloadTweaks[i]
+		if len(t.Tweaks.ContainerImages) == 0 && len(t.Tweaks.Patches) == 0 ||
+			hasErrorAt(errs, fmt.Sprintf("spec.workloadTweaks[%d]", i)) {
+			continue
+		}
+		if tmplChanged || tweakChanged(oldObj, i, t) {
+			tweaks = append(tweaks, i)
+		}
+	}
+	return tweaks
+}
+
+// ownerDryRunErrors maps the causes of the dry runs onto the template at prefix, in the order of the runs:
+// results[0] is the plain template's (reported only when tmplChanged), results[j] that of tweak sent[j-1].
+// A cause already found by an earlier run is not reported again; one found only with a tweak says which.
+func ownerDryRunErrors(prefix *field.Path, results []*dryRunResult, sent []int, tmplChanged bool) field.ErrorList {
 	seen := sets.New[string]()
 	var out field.ErrorList
 	for j, res := range results {
@@ -112,7 +126,7 @@ func (v OwnerValidator[T]) dryRunTemplate(ctx context.Context, obj, oldObj openy
 			}
 		}
 	}
-	return out, warnings
+	return out
 }
 
 // renderDryRunChild renders the child of obj for the placeholder pool with spec, ready to be sent as a
