@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
@@ -230,3 +231,29 @@ func StatefulSetSpec(labels map[string]string, image string) appsv1.StatefulSetS
 		Template: PodTemplate(labels, image),
 	}
 }
+
+// PoolPatches returns n realistic tweak patches for a template whose first container is the one to tweak:
+// the first sets that container's env to one variable holding the pool name; of the others, one in four
+// appends an env variable and three add a label to the child, all with {{nodepool-name}} in the value
+// (94 bytes of JSON per patch on average). Every patch applies, so a tweak holding them is valid.
+func PoolPatches(n int) []openyurtv1alpha1.Patch {
+	out := make([]openyurtv1alpha1.Patch, 0, n)
+	for j := range n {
+		p := openyurtv1alpha1.Patch{Operation: openyurtv1alpha1.PatchAdd}
+		switch {
+		case j == 0:
+			p.Path = "/spec/template/spec/containers/0/env"
+			p.Value = rawJSON(fmt.Sprintf(`[{"name":"POOL","value":%q}]`, openyurtv1alpha1.NodePoolNamePlaceholder))
+		case j%4 == 1:
+			p.Path = "/spec/template/spec/containers/0/env/-"
+			p.Value = rawJSON(fmt.Sprintf(`{"name":"POOL_%d","value":"%s-%d"}`, j, openyurtv1alpha1.NodePoolNamePlaceholder, j))
+		default:
+			p.Path = fmt.Sprintf("/metadata/labels/pool-%d", j)
+			p.Value = rawJSON(fmt.Sprintf("%q", openyurtv1alpha1.NodePoolNamePlaceholder))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }

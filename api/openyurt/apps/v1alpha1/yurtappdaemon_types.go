@@ -87,6 +87,8 @@ type YurtAppDaemonSpec struct {
 
 	// WorkloadTweaks change the rendered child of the pools they select, in list order (later tweaks win).
 	// A drover extension, shaped like OpenYurt's YurtAppSet workloadTweaks.
+	// At most 32: the webhook checks each tweak with images or patches by a dry-run create of the child
+	// on the API server, and all of them must fit in its 10 s; 32 is far more variants than one workload needs.
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	WorkloadTweaks []WorkloadTweak `json:"workloadTweaks,omitempty"`
@@ -138,6 +140,9 @@ type WorkloadTweak struct {
 	// +optional
 	NodePoolSelector *metav1.LabelSelector `json:"nodepoolSelector,omitempty"`
 	// Pools are pool names. Pools and NodePoolSelector are ORed.
+	// At most 1000 names, the number of pools drover is built and measured for, so a tweak can still name
+	// every pool of such a cluster; each at most 63 characters, as a pool name is a label value (the node label
+	// apps.openyurt.io/nodepool).
 	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
@@ -153,21 +158,32 @@ type Tweaks struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 	// ContainerImages set the image of containers or init containers by name.
+	// At most 64: one entry per container or init container of the template is all a tweak needs, and pods
+	// have a handful of containers.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	ContainerImages []ContainerImage `json:"containerImages,omitempty"`
 	// Patches are RFC 6902 operations on the rendered child. {{nodepool-name}} in a value is replaced by the
 	// pool name.
+	// At most 500: real tweaks hold a handful of patches (env variables, labels, volumes), so existing
+	// manifests keep far below it, while one tweak's check and render stay within milliseconds, and 32
+	// tweaks of 500 patches of about 90 bytes still fit in one object (etcd stores at most 1.5 MiB).
+	// +kubebuilder:validation:MaxItems=500
 	// +optional
 	Patches []Patch `json:"patches,omitempty"`
 }
 
 // ContainerImage sets the image of one container.
 type ContainerImage struct {
-	// Name of a container or init container of the template.
+	// Name of a container or init container of the template. At most 63 characters: a container name is
+	// a DNS label.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// TargetImage is the image to use.
+	// TargetImage is the image to use. At most 1024 characters: an image reference is at most about 520
+	// (a 255-character repository name with its registry, a 128-character tag and a sha512 digest).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
 	TargetImage string `json:"targetImage"`
 }
 
@@ -187,7 +203,10 @@ const (
 // Patch is one JSON patch operation on the rendered child.
 type Patch struct {
 	// Path is a JSON pointer into the rendered child, e.g. /spec/template/spec/containers/0/env.
+	// At most 1024 characters: the longest useful pointers end in a label or annotation key (up to 317
+	// characters, a little more with ~1 escapes) below the pod template's metadata.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path"`
 	// Operation is add, remove or replace.
 	Operation PatchOperation `json:"operation"`

@@ -46,14 +46,24 @@ type NodePoolSpec struct {
 	HostNetwork bool `json:"hostNetwork,omitempty"`
 
 	// Labels are set on every member node.
+	// At most 128: they are copied onto each member, next to the labels the kubelet and the cloud provider
+	// set, and recorded once more in the node's nodepool.openyurt.io/previous-attributes annotation; pools
+	// carry a few.
+	// +kubebuilder:validation:MaxProperties=128
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// Annotations are set on every member node.
+	// At most 128, for the same reasons as labels; the webhook also keeps their total size within 256 KiB,
+	// the bound Kubernetes sets on the annotations of any object.
+	// +kubebuilder:validation:MaxProperties=128
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
 	// Taints are set on every member node; workloads rendered per pool tolerate them.
+	// At most 64: each is copied onto every member node and becomes a toleration of every pod that
+	// YurtAppDaemons render for the pool, and the scheduler checks them for every pod; pools carry a few.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 }

@@ -3,8 +3,10 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -84,10 +86,8 @@ func applyTweak(obj client.Object, t *openyurtv1alpha1.WorkloadTweak, i int, poo
 	if err != nil {
 		return nil, &tweakError{Tweak: i, Patch: -1, Err: err}
 	}
-	for j := range t.Tweaks.Patches {
-		if doc, err = applyPatch(doc, &t.Tweaks.Patches[j], pool); err != nil {
-			return nil, &tweakError{Tweak: i, Patch: j, Err: err}
-		}
+	if doc, err = applyPatches(doc, t.Tweaks.Patches, pool); err != nil {
+		return nil, &tweakError{Tweak: i, Patch: patchIndex(err), Err: err}
 	}
 	out, err := decodeStrict(doc, obj)
 	if err != nil {
@@ -113,8 +113,88 @@ func setImages(pod *corev1.PodSpec, images []openyurtv1alpha1.ContainerImage) {
 	}
 }
 
-// applyPatch applies one RFC 6902 operation to doc, after substituting the pool name in its value.
-func applyPatch(doc []byte, p *openyurtv1alpha1.Patch, pool string) ([]byte, error) {
+// patchError names the first patch of a list that fails.
+type patchError struct {
+	Index int
+	Err   error
+}
+
+func (e *patchError) Error() string { return e.Err.Error() }
+
+func (e *patchError) Unwrap() error { return e.Err }
+
+// patchIndex returns the index of the failing patch err names, or -1 when no one patch is to blame.
+func patchIndex(err error) int {
+	var pe *patchError
+	if errors.As(err, &pe) {
+		return pe.Index
+	}
+	return -1
+}
+
+// applyPatches applies the RFC 6902 operations of patches to doc in order, after substituting the pool name
+// in their values, in one pass: doc is parsed once, every operation applies to it in memory, and the result
+// is encoded once, so the cost grows linearly with the number of patches. A failure is a *patchError naming
+// the first patch that fails, with the error it gets when the patches are applied one at a time.
+//
+// One kind of patch starts a pass of its own: a pointer whose first reference token is empty ("//…") goes,
+// in the JSON patch library, through the document as it was when the pass began, not as the earlier
+// operations left it.
+func applyPatches(doc []byte, patches []openyurtv1alpha1.Patch, pool string) ([]byte, error) {
+	first := 0 // the first patch of the current pass
+	ops := []byte{'['}
+	for j := range patches {
+		if j > first && strings.HasPrefix(patches[j].Path, "//") {
+			var err error
+			if doc, err = applyOperations(doc, ops, patches[first:j], first); err != nil {
+				return nil, err
+			}
+			first, ops = j, []byte{'['}
+		}
+		op, err := encodeOperation(&patches[j], pool)
+		if err != nil {
+			// The patches before j come first: report one of them if it does not apply.
+			if j > first {
+				if _, perr := applyOperations(doc, ops, patches[first:j], first); perr != nil {
+					return nil, perr
+				}
+			}
+			return nil, &patchError{Index: j, Err: err}
+		}
+		if j > first {
+			ops = append(ops, ',')
+		}
+		ops = append(ops, op...)
+	}
+	return applyOperations(doc, ops, patches[first:], first)
+}
+
+// applyOperations applies ops, the unterminated JSON array of the encoded operations of patches, to doc in
+// one pass. first is the index of patches[0] among the tweak's patches.
+func applyOperations(doc, ops []byte, patches []openyurtv1alpha1.Patch, first int) ([]byte, error) {
+	patch, err := jsonpatch.DecodePatch(append(ops[:len(ops):len(ops)], ']'))
+	if err != nil {
+		return nil, &patchError{Index: -1, Err: fmt.Errorf("decoding the operations: %w", err)}
+	}
+	out, err := patch.Apply(doc)
+	if err == nil {
+		return out, nil
+	}
+	// Apply stops at the first operation that fails and returns its error, so a prefix of the operations
+	// fails exactly when it holds that one: the shortest failing prefix ends with it.
+	j := sort.Search(len(patch), func(k int) bool {
+		_, perr := patch[:k+1].Apply(doc)
+		return perr != nil
+	})
+	if j == len(patch) {
+		return nil, &patchError{Index: -1, Err: err}
+	}
+	p := &patches[j]
+	return nil, &patchError{Index: first + j, Err: fmt.Errorf("%s %s: %w", p.Operation, p.Path, err)}
+}
+
+// encodeOperation returns the JSON of p as an RFC 6902 operation, with the pool name substituted in its value.
+func encodeOperation(p *openyurtv1alpha1.Patch, pool string) ([]byte, error) {
 	op := map[string]any{"op": string(p.Operation), "path": p.Path}
 	switch p.Operation {
 	case openyurtv1alpha1.PatchAdd, openyurtv1alpha1.PatchReplace:
@@ -130,19 +210,11 @@ func applyPatch(doc []byte, p *openyurtv1alpha1.Patch, pool string) ([]byte, err
 	default:
 		return nil, fmt.Errorf("unsupported operation %q", p.Operation)
 	}
-	raw, err := json.Marshal([]any{op})
+	raw, err := json.Marshal(op)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the operation: %w", err)
 	}
-	patch, err := jsonpatch.DecodePatch(raw)
-	if err != nil {
-		return nil, fmt.Errorf("decoding the operation: %w", err)
-	}
-	out, err := patch.Apply(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", p.Operation, p.Path, err)
-	}
-	return out, nil
+	return raw, nil
 }
 
 // substitute replaces {{nodepool-name}} in every string and object key of v.

@@ -74,8 +74,9 @@ func ValidateRenderable(spec *openyurtv1alpha1.YurtAppDaemonSpec, fldPath *field
 	_, npErrs := validateSelector(spec.NodePoolSelector, fldPath.Child("nodepoolSelector"), false)
 	errs = append(errs, npErrs...)
 	// Well-formed tweaks.
+	placeholder := &placeholderRender{spec: spec}
 	for i := range spec.WorkloadTweaks {
-		errs = append(errs, validateTweak(spec, i, fldPath.Child("workloadTweaks").Index(i))...)
+		errs = append(errs, validateTweak(spec, i, fldPath.Child("workloadTweaks").Index(i), placeholder)...)
 	}
 	return errs
 }
@@ -143,8 +144,8 @@ func validatePodLabels(spec *openyurtv1alpha1.YurtAppDaemonSpec, selector labels
 }
 
 // validateTweak checks tweak i: pools or a valid nodepoolSelector, label-value pool names, replicas ≥ 0,
-// known image names, and patches that apply.
-func validateTweak(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.Path) field.ErrorList {
+// known image names, and patches that apply to the placeholder pool's child.
+func validateTweak(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.Path, placeholder *placeholderRender) field.ErrorList {
 	t := &spec.WorkloadTweaks[i]
 	var errs field.ErrorList
 	if len(t.Pools) == 0 && t.NodePoolSelector == nil {
@@ -171,7 +172,7 @@ func validateTweak(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.
 	patchErrs := validatePatches(t.Tweaks.Patches, tp.Child("patches"))
 	errs = append(errs, patchErrs...)
 	if len(patchErrs) == 0 && len(t.Tweaks.Patches) > 0 && spec.TemplateType() != "" {
-		errs = append(errs, patchesApply(spec, i, tp.Child("patches"))...)
+		errs = append(errs, placeholder.patchesApply(i, tp.Child("patches"))...)
 	}
 	return errs
 }
@@ -255,27 +256,63 @@ func protectedPrefix(p string) string {
 // the tolerations drover adds for pool taints (e.g. "replace .../tolerations/0") can be checked.
 var placeholderTaint = corev1.Taint{Key: "drover.dev/placeholder", Effect: corev1.TaintEffectNoSchedule}
 
-// patchesApply renders the template for the placeholder pool and reports a patch of tweak i that does not
-// apply to it. Rendering applies every tweak matching a pool, in order, so a tweak that fails on its
-// own is tried again after the earlier tweaks that apply: a patch that relies on an earlier tweak's add
-// (".../env" then ".../env/-") is accepted. A pool that gets one tweak without the other then reports
-// RenderFailed for itself alone.
-func patchesApply(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.Path) field.ErrorList {
-	pool := Pool{Name: PlaceholderPoolName, Taints: []corev1.Taint{placeholderTaint}}
-	in := Input{Owner: OwnerRef{Name: PlaceholderPoolName}, Spec: spec, Pool: pool}
-	kind := spec.TemplateType()
-	_, err := applyTweak(renderBase(in, kind), &spec.WorkloadTweaks[i], i, PlaceholderPoolName)
-	if err != nil && i > 0 {
-		obj := renderBase(in, kind)
-		for j := range i {
-			// On a copy: a tweak that fails may have set images before its patches failed.
-			if cp, ok := obj.DeepCopyObject().(client.Object); ok {
-				if next, jerr := applyTweak(cp, &spec.WorkloadTweaks[j], j, PlaceholderPoolName); jerr == nil {
-					obj = next
-				}
-			}
+// placeholderRender renders the template for the placeholder pool, for the tweak validation. Rendering
+// applies every tweak matching a pool, in order, so a tweak that fails on its own is tried again after the
+// earlier tweaks that apply: a patch that relies on an earlier tweak's add (".../env" then ".../env/-") is
+// accepted. A pool that gets one tweak without the other then reports RenderFailed for itself alone. The
+// child with the earlier tweaks applied is kept from one tweak to the next, so checking every tweak of a spec
+// applies each tweak at most three times.
+type placeholderRender struct {
+	spec *openyurtv1alpha1.YurtAppDaemonSpec
+	// base is the template rendered without tweaks; nil until first needed.
+	base client.Object
+	// upTo is base with the tweaks before next applied, leaving out those that fail.
+	upTo client.Object
+	next int
+}
+
+// copyOf returns a deep copy of obj: applying a tweak changes the object it is given, and a tweak that fails
+// may have set images before its patches failed.
+func copyOf(obj client.Object) client.Object {
+	cp, _ := obj.DeepCopyObject().(client.Object)
+	return cp
+}
+
+// render renders the template for the placeholder pool, once.
+func (r *placeholderRender) render() {
+	if r.base == nil {
+		pool := Pool{Name: PlaceholderPoolName, Taints: []corev1.Taint{placeholderTaint}}
+		in := Input{Owner: OwnerRef{Name: PlaceholderPoolName}, Spec: r.spec, Pool: pool}
+		r.base = renderBase(in, r.spec.TemplateType())
+		r.upTo = r.base
+	}
+}
+
+// baseChild returns a copy of the template rendered for the placeholder pool.
+func (r *placeholderRender) baseChild() client.Object {
+	r.render()
+	return copyOf(r.base)
+}
+
+// childBefore returns a copy of the child with the tweaks before i that apply applied; i never decreases
+// from one call to the next.
+func (r *placeholderRender) childBefore(i int) client.Object {
+	r.render()
+	for ; r.next < i; r.next++ {
+		if next, err := applyTweak(copyOf(r.upTo), &r.spec.WorkloadTweaks[r.next], r.next, PlaceholderPoolName); err == nil {
+			r.upTo = next
 		}
-		if _, after := applyTweak(obj, &spec.WorkloadTweaks[i], i, PlaceholderPoolName); after == nil {
+	}
+	return copyOf(r.upTo)
+}
+
+// patchesApply reports a patch of tweak i that applies neither to the template rendered for the placeholder
+// pool nor after the earlier tweaks. Tweaks are checked in increasing order of i.
+func (r *placeholderRender) patchesApply(i int, path *field.Path) field.ErrorList {
+	t := &r.spec.WorkloadTweaks[i]
+	_, err := applyTweak(r.baseChild(), t, i, PlaceholderPoolName)
+	if err != nil && i > 0 {
+		if _, after := applyTweak(r.childBefore(i), t, i, PlaceholderPoolName); after == nil {
 			err = nil
 		}
 	}
@@ -286,6 +323,6 @@ func patchesApply(spec *openyurtv1alpha1.YurtAppDaemonSpec, i int, path *field.P
 	if te.Patch < 0 {
 		return field.ErrorList{field.Invalid(path, "", te.Err.Error())}
 	}
-	return field.ErrorList{field.Invalid(path.Index(te.Patch), spec.WorkloadTweaks[i].Tweaks.Patches[te.Patch].Path,
+	return field.ErrorList{field.Invalid(path.Index(te.Patch), t.Tweaks.Patches[te.Patch].Path,
 		"does not apply to the rendered workload: "+te.Err.Error())}
 }

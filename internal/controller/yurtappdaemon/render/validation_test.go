@@ -225,6 +225,20 @@ func TestValidatePatchesInOrder(t *testing.T) {
 	if diff := cmp.Diff(want, summarize(ValidateSpec(spec, field.NewPath("spec")))); diff != "" {
 		t.Errorf("tweak 0 before the add (-want +got):\n%s", diff)
 	}
+	// Several tweaks that need the earlier ones, around tweaks that fail in any order (and are left out of
+	// what the later ones are checked after).
+	removeArgs := tweak(patch(openyurtv1alpha1.PatchRemove, "/spec/template/spec/containers/0/args", nil))
+	missing := tweak(patch(openyurtv1alpha1.PatchRemove, "/spec/nothing", nil))
+	spec.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{appendArg, addArgs, appendArg, missing, appendArg, removeArgs, appendArg, removeArgs}
+	want = []fieldErr{
+		{field.ErrorTypeInvalid, tw0 + ".tweaks.patches[0]"},
+		{field.ErrorTypeInvalid, "spec.workloadTweaks[3].tweaks.patches[0]"},
+		{field.ErrorTypeInvalid, "spec.workloadTweaks[6].tweaks.patches[0]"},
+		{field.ErrorTypeInvalid, "spec.workloadTweaks[7].tweaks.patches[0]"},
+	}
+	if diff := cmp.Diff(want, summarize(ValidateSpec(spec, field.NewPath("spec")))); diff != "" {
+		t.Errorf("a chain of tweaks (-want +got):\n%s", diff)
+	}
 }
 
 func TestValidateSpecAccumulates(t *testing.T) {
