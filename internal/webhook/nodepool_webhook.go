@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -29,11 +28,8 @@ import (
 // NodePool controller is set up, whose description has the manager register the node membership index that
 // the delete rule reads from the manager's cache.
 func SetupNodePoolWebhook(mgr manager.Manager) error {
-	err := ctrl.NewWebhookManagedBy(mgr, &openyurtv1beta1.NodePool{}).
-		WithDefaulter(NodePoolDefaulter{}).
-		WithValidator(NodePoolValidator{Reader: mgr.GetCache()}).
-		RecoverPanic(true).
-		Complete()
+	err := registerKindWebhooks(mgr, func() *openyurtv1beta1.NodePool { return &openyurtv1beta1.NodePool{} },
+		NodePoolDefaulter{}, NodePoolValidator{Reader: mgr.GetCache()})
 	if err != nil {
 		return fmt.Errorf("building the NodePool webhooks: %w", err)
 	}

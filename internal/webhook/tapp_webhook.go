@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -22,22 +21,12 @@ import (
 
 // SetupTAppWebhook registers the TApp defaulting and validating webhooks (docs/tapp.md, Admission).
 func SetupTAppWebhook(mgr manager.Manager) error {
-	// The mutating webhook is registered first, with a handler that patches only the defaulted fields; the
-	// builder then registers the validating one.
-	mgr.GetWebhookServer().Register(tappMutatePath,
-		newDefaultingWebhook(mgr.GetScheme(), func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, TAppDefaulter{}))
-	err := ctrl.NewWebhookManagedBy(mgr, &tkestackv1.TApp{}).
-		WithValidator(TAppValidator{}).
-		RecoverPanic(true).
-		Complete()
+	err := registerKindWebhooks(mgr, func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, TAppDefaulter{}, TAppValidator{})
 	if err != nil {
 		return fmt.Errorf("building the TApp webhooks: %w", err)
 	}
 	return nil
 }
-
-// tappMutatePath is the path of the mutating webhook (the marker above and controller-runtime's convention).
-const tappMutatePath = "/mutate-apps-tkestack-io-v1-tapp"
 
 var tappGK = tkestackv1.GroupVersion.WithKind("TApp").GroupKind()
 

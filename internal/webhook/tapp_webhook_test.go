@@ -158,9 +158,11 @@ func tappRequest(op admissionv1.Operation, raw, oldRaw []byte) admission.Request
 
 // tappHandlers returns the mutating and validating handlers as SetupTAppWebhook registers them.
 func tappHandlers() (mutating, validating admission.Handler) {
-	s := scheme.New()
-	return newDefaultingWebhook(s, func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, TAppDefaulter{}),
-		admission.WithValidator(s, admission.Validator[*tkestackv1.TApp](TAppValidator{}))
+	w, err := newKindWebhooks(scheme.New(), func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, TAppDefaulter{}, TAppValidator{})
+	if err != nil {
+		panic(err)
+	}
+	return w.mutating, w.validating
 }
 
 // applyPatches applies the JSON patch of resp to raw.
@@ -267,10 +269,31 @@ func TestTAppMutatingHandler(t *testing.T) {
 			t.Errorf("updateStrategy = %+v, want both budgets", app.Spec.UpdateStrategy)
 		}
 	})
-	t.Run("an undecodable request gets 400", func(t *testing.T) {
-		resp := mutating.Handle(ctx, tappRequest(admissionv1.Create, []byte("{"), nil))
-		if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
-			t.Errorf("response = %v, want 400", resp.Result)
+	t.Run("an undecodable TApp is allowed unchanged, for the API server's schema check", func(t *testing.T) {
+		bad := []byte(`{"apiVersion":"apps.tkestack.io/v1","kind":"TApp","metadata":{"name":"x"},"spec":{"replicas":1.5}}`)
+		resp := mutating.Handle(ctx, tappRequest(admissionv1.Create, bad, nil))
+		if !resp.Allowed || len(resp.Patches) != 0 {
+			t.Errorf("response = %v with patches %v, want allowed unchanged", resp.Result, resp.Patches)
+		}
+	})
+	t.Run("a junk status on create is ignored", func(t *testing.T) {
+		var doc map[string]any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["status"] = "x"
+		withStatus, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := mutating.Handle(ctx, tappRequest(admissionv1.Create, withStatus, nil))
+		if !resp.Allowed || len(resp.Patches) == 0 {
+			t.Fatalf("response = %v with patches %v, want allowed with the defaults", resp.Result, resp.Patches)
+		}
+		for _, p := range resp.Patches {
+			if strings.HasPrefix(p.Path, "/status") {
+				t.Errorf("patch %s %s touches the status", p.Operation, p.Path)
+			}
 		}
 	})
 	t.Run("delete is allowed untouched", func(t *testing.T) {
@@ -326,10 +349,21 @@ func TestTAppValidatingHandler(t *testing.T) {
 			t.Errorf("denied: %v", resp.Result)
 		}
 	})
-	t.Run("an undecodable request gets 400", func(t *testing.T) {
-		resp := validating.Handle(ctx, tappRequest(admissionv1.Create, []byte(`{"spec":{"replicas":"x"}}`), nil))
-		if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
-			t.Errorf("response = %v, want 400", resp.Result)
+	t.Run("an undecodable TApp gets a 422 with the field path of each bad value", func(t *testing.T) {
+		raw := []byte(`{"apiVersion":"apps.tkestack.io/v1","kind":"TApp","metadata":{"name":"x"},
+			"spec":{"replicas":1.5,"template":{"spec":{"containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"abc"}}}]}}},
+			"status":"x"}`)
+		resp := validating.Handle(ctx, tappRequest(admissionv1.Create, raw, nil))
+		if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("response = %v, want a 422 denial", resp.Result)
+		}
+		var fields []string
+		for _, c := range resp.Result.Details.Causes {
+			fields = append(fields, c.Field)
+		}
+		want := []string{"spec.replicas", "spec.template.spec.containers[0].resources.requests[cpu]"}
+		if diff := cmp.Diff(want, fields); diff != "" {
+			t.Errorf("causes (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -7,12 +7,10 @@ import (
 	"reflect"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -58,11 +56,8 @@ func setupOwnerWebhook[T openyurtv1alpha1.Owner](mgr manager.Manager, obj T, oth
 		// The manager's client reads from the cache but writes to the API server: the dry runs reach it.
 		DryRun: mgr.GetClient(),
 	}
-	err = ctrl.NewWebhookManagedBy(mgr, obj).
-		WithDefaulter(OwnerDefaulter[T]{}).
-		WithValidator(v).
-		RecoverPanic(true).
-		Complete()
+	newObj := func() T { return obj.DeepCopyObject().(T) } //nolint:forcetypeassert // a deep copy has the type of its original
+	err = registerKindWebhooks(mgr, newObj, OwnerDefaulter[T]{}, admission.Validator[T](v))
 	if err != nil {
 		return fmt.Errorf("building the %s webhooks: %w", gvk.Kind, err)
 	}
@@ -77,10 +72,9 @@ var (
 	_ admission.Defaulter[*openyurtv1alpha1.UnitedDaemonSet] = OwnerDefaulter[*openyurtv1alpha1.UnitedDaemonSet]{}
 )
 
-// Default applies the defaults (see DefaultOwner). The status is cleared only on CREATE, read from the admission request in ctx.
-func (OwnerDefaulter[T]) Default(ctx context.Context, obj T) error {
-	req, err := admission.RequestFromContext(ctx)
-	DefaultOwner(obj, err == nil && req.Operation == admissionv1.Create)
+// Default applies the defaults (see DefaultOwner).
+func (OwnerDefaulter[T]) Default(_ context.Context, obj T) error {
+	DefaultOwner(obj)
 	return nil
 }
 
@@ -88,9 +82,10 @@ func (OwnerDefaulter[T]) Default(ctx context.Context, obj T) error {
 const defaultRevisionHistoryLimit int32 = 10
 
 // DefaultOwner applies the defaults to obj: revisionHistoryLimit defaults to 10 and spec.selector is copied into the
-// chosen template's spec.selector, as upstream; create also clears the status. Pod-level fields are not
-// defaulted (upstream forced imagePullPolicy: Always): the API server defaults each child when it is created.
-func DefaultOwner(obj openyurtv1alpha1.Owner, create bool) {
+// chosen template's spec.selector, as upstream. The status is left to the API server, which discards it on
+// create. Pod-level fields are not defaulted (upstream forced imagePullPolicy: Always): the API server
+// defaults each child when it is created.
+func DefaultOwner(obj openyurtv1alpha1.Owner) {
 	spec := obj.DaemonSpec()
 	if spec.RevisionHistoryLimit == nil {
 		limit := defaultRevisionHistoryLimit
@@ -101,9 +96,6 @@ func DefaultOwner(obj openyurtv1alpha1.Owner, create bool) {
 	}
 	if tmpl := spec.WorkloadTemplate.StatefulSetTemplate; tmpl != nil {
 		tmpl.Spec.Selector = spec.Selector.DeepCopy()
-	}
-	if create {
-		*obj.DaemonStatus() = openyurtv1alpha1.YurtAppDaemonStatus{}
 	}
 }
 

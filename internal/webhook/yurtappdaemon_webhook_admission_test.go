@@ -556,24 +556,42 @@ func TestOwnerWebhookHandlers(t *testing.T) {
 				t.Errorf("causes = %v, want one at spec.nodepoolSelector", got)
 			}
 		})
-		t.Run("the other kind's object gets 400", func(t *testing.T) {
-			otherGVK := uddGVK
-			if k.gvk == uddGVK {
-				otherGVK = yadGVK
+		t.Run("an undecodable request is left to the API server by defaulting and denied with a 422 by validation", func(t *testing.T) {
+			bad := rawOwner(t, k.owner("dns", deploymentSpec()), k.gvk, func(u map[string]any) {
+				setField(u, 1.5, "spec", "revisionHistoryLimit")
+				podSpec := []string{"spec", "workloadTemplate", "deploymentTemplate", "spec", "template", "spec"}
+				containers, _, _ := unstructured.NestedSlice(u, append(podSpec, "containers")...)
+				containers[0].(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": "abc"}}
+				setField(u, containers, append(podSpec, "containers")...)
+			})
+			if resp := mutating.Handle(ctx, request(admissionv1.Create, bad)); !resp.Allowed || len(resp.Patches) > 0 {
+				t.Errorf("mutating: response = %v with %d patches, want allowed unchanged", resp.Result, len(resp.Patches))
 			}
-			other, _ := named(k.other(), "dns", testNamespace).(openyurtv1alpha1.Owner)
-			*other.DaemonSpec() = *deploymentSpec()
-			otherRaw := rawOwner(t, other, otherGVK, nil)
-			for name, h := range map[string]admission.Handler{"mutating": mutating, "validating": validating} {
-				if resp := h.Handle(ctx, request(admissionv1.Create, otherRaw)); resp.Allowed || resp.Result.Code != http.StatusBadRequest {
-					t.Errorf("%s: response = %v, want 400", name, resp.Result)
-				}
+			resp := validating.Handle(ctx, request(admissionv1.Create, bad))
+			if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity {
+				t.Fatalf("validating: response = %v, want a 422 denial", resp.Result)
+			}
+			var fields []string
+			for _, c := range resp.Result.Details.Causes {
+				fields = append(fields, c.Field)
+			}
+			want := []string{"spec.workloadTemplate.deploymentTemplate.spec.template.spec.containers[0].resources.requests[cpu]",
+				"spec.revisionHistoryLimit"}
+			if diff := cmp.Diff(want, fields); diff != "" {
+				t.Errorf("causes (-want +got):\n%s", diff)
 			}
 		})
-		t.Run("an undecodable request gets 400", func(t *testing.T) {
+		t.Run("a junk status is ignored", func(t *testing.T) {
+			withStatus := rawOwner(t, k.owner("dns", deploymentSpec()), k.gvk, func(u map[string]any) { u["status"] = "x" })
 			for name, h := range map[string]admission.Handler{"mutating": mutating, "validating": validating} {
-				if resp := h.Handle(ctx, request(admissionv1.Create, []byte("{"))); resp.Allowed || resp.Result.Code != http.StatusBadRequest {
-					t.Errorf("%s: response = %v, want 400", name, resp.Result)
+				resp := h.Handle(ctx, request(admissionv1.Create, withStatus))
+				if !resp.Allowed {
+					t.Errorf("%s: denied: %v", name, resp.Result)
+				}
+				for _, p := range resp.Patches {
+					if strings.HasPrefix(p.Path, "/status") {
+						t.Errorf("%s: patch %s %s touches the status", name, p.Operation, p.Path)
+					}
 				}
 			}
 		})

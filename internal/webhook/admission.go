@@ -1,0 +1,194 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Every kind drover serves has one defaulting and one validating webhook, built here the same way:
+//
+//   - An object that does not decode into drover's types (a number where the API has a string, an
+//     unparsable quantity, ...) is allowed unchanged by the defaulting webhook, which runs before the API
+//     server's schema check: the API server then answers with its own 422 and every schema error. What the
+//     schema lets through (pod templates stored without a schema) is denied by the validating webhook with a
+//     422 whose causes carry the field path of each bad value.
+//   - The status of the object is never read: the API server discards it on create and on updates of the
+//     main resource, so a status the types cannot hold does not fail admission.
+//   - The defaulting patch holds only what the defaulter changed.
+//   - Denials are the validator's API status errors (422 Invalid with field causes); panics become 500s.
+
+// kindWebhooks are the defaulting and validating webhooks of one kind with the paths they are served at.
+type kindWebhooks struct {
+	mutatePath, validatePath string
+	mutating, validating     *admission.Webhook
+}
+
+// newKindWebhooks builds the webhooks of the kind of the objects newObj makes. The paths follow
+// controller-runtime's convention (/mutate-<group with dashes>-<version>-<lower-case kind>), which the
+// webhook markers name.
+func newKindWebhooks[T client.Object](scheme *runtime.Scheme, newObj func() T,
+	defaulter admission.Defaulter[T], validator admission.Validator[T]) (kindWebhooks, error) {
+	gvk, err := apiutil.GVKForObject(newObj(), scheme)
+	if err != nil {
+		return kindWebhooks{}, fmt.Errorf("looking up the kind of the webhooks: %w", err)
+	}
+	suffix := strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
+	decoder := admission.NewDecoder(scheme)
+	return kindWebhooks{
+		mutatePath:   "/mutate-" + suffix,
+		validatePath: "/validate-" + suffix,
+		mutating: &admission.Webhook{
+			Handler:      &defaultingHandler[T]{defaulter: defaulter, decoder: decoder, newObj: newObj},
+			RecoverPanic: ptr.To(true),
+		},
+		validating: &admission.Webhook{
+			Handler:      &validatingHandler[T]{validator: validator, decoder: decoder, newObj: newObj, gk: gvk.GroupKind()},
+			RecoverPanic: ptr.To(true),
+		},
+	}, nil
+}
+
+// registerKindWebhooks serves the webhooks of a kind on the manager's webhook server.
+func registerKindWebhooks[T client.Object](mgr manager.Manager, newObj func() T,
+	defaulter admission.Defaulter[T], validator admission.Validator[T]) error {
+	w, err := newKindWebhooks(mgr.GetScheme(), newObj, defaulter, validator)
+	if err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(w.mutatePath, w.mutating)
+	mgr.GetWebhookServer().Register(w.validatePath, w.validating)
+	return nil
+}
+
+// defaultingHandler runs a typed Defaulter and patches only what it changed. controller-runtime's
+// admission.WithDefaulter diffs the request against the re-encoded typed object, so its patch would also add
+// every empty field the typed encoding emits (`resources: {}` in each container, ...), altering stored pod
+// templates whose hashes must not change. Here the typed object is encoded before and after defaulting,
+// and only the difference is applied to the request's own JSON.
+type defaultingHandler[T runtime.Object] struct {
+	defaulter admission.Defaulter[T]
+	decoder   admission.Decoder
+	newObj    func() T
+}
+
+// Handle decodes the object, defaults it and returns the patch of the defaulted fields. An object that does
+// not decode is allowed unchanged, for the API server's schema check and the validating webhook to report.
+func (h *defaultingHandler[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	ctx = admission.NewContextWithRequest(ctx, req)
+	obj := h.newObj()
+	if errs := decodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
+		return admission.Allowed("not decodable: left to the API server's schema check and the validating webhook")
+	}
+	before, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if err := h.defaulter.Default(ctx, obj); err != nil {
+		return errorResponse(err, nil)
+	}
+	after, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return patchRequestObject(req.Object.Raw, before, after)
+}
+
+// patchRequestObject returns the response patching raw (the request's object) with the difference between
+// before and after (the typed object before and after defaulting).
+func patchRequestObject(raw, before, after []byte) admission.Response {
+	changes := admission.PatchResponseFromRaw(before, after)
+	if !changes.Allowed || len(changes.Patches) == 0 {
+		return changes
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	var err error
+	for _, op := range changes.Patches {
+		if doc, err = applyPatchOperation(doc, op.Operation, op.Path, op.Value); err != nil {
+			// Not expected (defaulters set fields, they do not reorder lists): fall back to the full patch,
+			// correct though wider.
+			return admission.PatchResponseFromRaw(raw, after)
+		}
+	}
+	patched, err := json.Marshal(doc)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(raw, patched)
+}
+
+// validatingHandler runs a typed Validator. An object that does not decode is denied with a 422 listing every
+// bad value at its field path (decodeObject). On UPDATE, a stored object that no longer decodes is no
+// reason to deny: the new object is then validated as on CREATE, every rule enforced.
+type validatingHandler[T client.Object] struct {
+	validator admission.Validator[T]
+	decoder   admission.Decoder
+	newObj    func() T
+	gk        schema.GroupKind
+}
+
+// Handle decodes the objects of the request and runs the validator for its operation.
+func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
+	ctx = admission.NewContextWithRequest(ctx, req)
+	obj := h.newObj()
+	var warnings admission.Warnings
+	var err error
+	switch req.Operation {
+	case admissionv1.Create, admissionv1.Update:
+		if errs := decodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
+			return errorResponse(apierrors.NewInvalid(h.gk, req.Name, errs), nil)
+		}
+		old := h.newObj()
+		if req.Operation == admissionv1.Update && len(decodeObject(h.decoder, req.OldObject, old)) == 0 {
+			warnings, err = h.validator.ValidateUpdate(ctx, old, obj)
+		} else {
+			warnings, err = h.validator.ValidateCreate(ctx, obj)
+		}
+	case admissionv1.Delete:
+		// The deleted object is in OldObject. Delete rules need its name only when it does not decode.
+		if errs := decodeObject(h.decoder, req.OldObject, obj); len(errs) > 0 {
+			obj = h.newObj()
+			obj.SetName(req.Name)
+			obj.SetNamespace(req.Namespace)
+		}
+		warnings, err = h.validator.ValidateDelete(ctx, obj)
+	default:
+		return admission.Allowed("")
+	}
+	if err != nil {
+		return errorResponse(err, warnings)
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// errorResponse denies with the API status of err (422 Invalid with its causes, 403 Forbidden, ...); an
+// error without one is a 422 too, so that no denial reaches the user as a bare message.
+func errorResponse(err error, warnings admission.Warnings) admission.Response {
+	var apiStatus apierrors.APIStatus
+	if !errors.As(err, &apiStatus) {
+		apiStatus = apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.InternalError(field.NewPath("metadata"), err)})
+	}
+	status := apiStatus.Status()
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}.
+		WithWarnings(warnings...)
+}
