@@ -206,7 +206,7 @@ func containerMutations(mainPrefix string, podsDirect bool) []mutation {
 				return change{}, false
 			}
 			key := []string{pick(g, []string{"limits", "requests"}), pick(g, []string{"cpu", "memory"})}
-			v := pick(g, []string{"abc", "1.5.5", "12Qi", "1 Gi", "Gi", "--1"})
+			v := pick(g, []string{"abc", "1.5.5", "12Qi", "1 Gi", "--1"})
 			ensureObj(c, "resources", key[0])[key[1]] = v
 			return describe("bad-quantity", p.child("resources").child(key[0]).child(key[1]), v, true), true
 		}},
