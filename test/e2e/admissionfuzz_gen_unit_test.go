@@ -86,3 +86,25 @@ func TestJSONPathString(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// A change that made the object invalid counts only when no later change touched the same node.
+func TestFuzzRequestInvalid(t *testing.T) {
+	bad := change{Mutation: "bad-taint-time", Path: "/spec/taints/0/timeAdded", Invalid: true}
+	cases := map[string]struct {
+		changes []change
+		want    bool
+	}{
+		"alone":                   {[]change{bad}, true},
+		"then elsewhere":          {[]change{bad, {Path: "/spec/labels"}}, true},
+		"then its parent deleted": {[]change{bad, {Path: "/spec/taints"}}, false},
+		"then itself replaced":    {[]change{bad, {Path: "/spec/taints/0/timeAdded"}}, false},
+		"after its parent":        {[]change{{Path: "/spec/taints"}, bad}, true},
+		"valid changes only":      {[]change{{Path: "/spec"}}, false},
+	}
+	for name, tc := range cases {
+		q := &fuzzRequest{Changes: tc.changes}
+		if got := q.invalid(); got != tc.want {
+			t.Errorf("%s: invalid() = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -207,7 +207,7 @@ func erroringObjects(offset int64) []erroringObject {
 		if prev, ok := byKey[o.key()]; ok {
 			o = prev
 		} else {
-			o.Error = uidLike.ReplaceAllString(cut(e.Error, 600), "<uid>")
+			o.Error = uidLike.ReplaceAllString(cut(strings.Join(strings.Fields(e.Error), " "), 400), "<uid>")
 			byKey[o.key()] = o
 		}
 		o.Count++

@@ -217,7 +217,7 @@ func mutEditString(p jsonPath) func(g *fuzzGen, o jsonObj) (change, bool) {
 func mutCloudHostNetwork(_ *fuzzGen, o jsonObj) (change, bool) {
 	spec := ensureObj(o, "spec")
 	spec["type"], spec["hostNetwork"] = "Cloud", true
-	return change{Mutation: "cloud-host-network", Desc: "/spec: type Cloud with hostNetwork", Invalid: true}, true
+	return change{Mutation: "cloud-host-network", Path: "/spec", Desc: "/spec: type Cloud with hostNetwork", Invalid: true}, true
 }
 
 // tweakedOwnerSeed is a YurtAppDaemon with each kind of tweak, valid for fuzzTargetPool.

@@ -14,8 +14,15 @@ import (
 // change is what one mutation did to an object.
 type change struct {
 	Mutation string `json:"mutation"`
-	Desc     string `json:"desc"`
-	Invalid  bool   `json:"invalid,omitempty"`
+	// Path is the JSON pointer of the node the mutation changed.
+	Path    string `json:"path"`
+	Desc    string `json:"desc"`
+	Invalid bool   `json:"invalid,omitempty"`
+}
+
+// overlaps says whether two JSON pointers address the same node or one holds the other.
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
 }
 
 func (c change) String() string { return c.Mutation + " " + c.Desc }
@@ -28,7 +35,7 @@ type mutation struct {
 
 // describe builds the change of a mutation that put v at p.
 func describe(name string, p jsonPath, v any, invalid bool) change {
-	return change{Mutation: name, Desc: p.String() + " = " + short(v), Invalid: invalid}
+	return change{Mutation: name, Path: p.String(), Desc: p.String() + " = " + short(v), Invalid: invalid}
 }
 
 // genericMutations fit every kind: they pick a random mutable node.
@@ -73,7 +80,7 @@ func mutDelete(g *fuzzGen, o jsonObj) (change, bool) {
 	if !ok || !deletePath(o, p) {
 		return change{}, false
 	}
-	return change{Mutation: "delete", Desc: p.String()}, true
+	return change{Mutation: "delete", Path: p.String(), Desc: p.String()}, true
 }
 
 func mutBlank(g *fuzzGen, o jsonObj) (change, bool) {
@@ -125,7 +132,7 @@ func mutDuplicateItem(g *fuzzGen, o jsonObj) (change, bool) {
 	items := l.([]any)
 	i := g.intn(len(items))
 	setPath(o, p, append(slices.Clone(items), cloneJSON(items[i])))
-	return change{Mutation: "duplicate-item", Desc: fmt.Sprintf("%s/%d appended again", p, i)}, true
+	return change{Mutation: "duplicate-item", Path: p.String(), Desc: fmt.Sprintf("%s/%d appended again", p, i)}, true
 }
 
 func mutManyItems(g *fuzzGen, o jsonObj) (change, bool) {
@@ -141,7 +148,7 @@ func mutManyItems(g *fuzzGen, o jsonObj) (change, bool) {
 		out = append(out, cloneJSON(items[len(out)%len(items)]))
 	}
 	setPath(o, p, out)
-	return change{Mutation: "many-items", Desc: fmt.Sprintf("%s repeated to %d items", p, n)}, true
+	return change{Mutation: "many-items", Path: p.String(), Desc: fmt.Sprintf("%s repeated to %d items", p, n)}, true
 }
 
 func mutJunkStatus(g *fuzzGen, o jsonObj) (change, bool) {
@@ -228,7 +235,7 @@ func containerMutations(mainPrefix string, podsDirect bool) []mutation {
 			lp := p[:len(p)-1]
 			l, _ := getPath(o, lp)
 			setPath(o, lp, append(slices.Clone(l.([]any)), cloneJSON(c)))
-			return change{Mutation: "duplicate-container", Desc: p.String() + " twice", Invalid: main}, true
+			return change{Mutation: "duplicate-container", Path: lp.String(), Desc: p.String() + " twice", Invalid: main}, true
 		}},
 	}
 }
@@ -242,7 +249,7 @@ func mutBadImage(mainPrefix string, podsDirect bool) func(g *fuzzGen, o jsonObj)
 		}
 		if g.chance(0.5) {
 			delete(c, "image")
-			return change{Mutation: "bad-image", Desc: p.String() + "/image removed", Invalid: main}, true
+			return change{Mutation: "bad-image", Path: p.child("image").String(), Desc: p.String() + "/image removed", Invalid: main}, true
 		}
 		v := pick(g, []string{"", " nginx", "nginx:1.27 ", "\tnginx"})
 		c["image"] = v
@@ -307,6 +314,7 @@ func mutIntOrString(require jsonPath, paths ...jsonPath) mutation {
 		ensurePath(o, p[:len(p)-1])
 		v := pick(g, badIntOrString)
 		setPath(o, p, v)
-		return describe("bad-int-or-string", p, v, true), true
+		surge := p.last() == "maxSurge" && v == "150%" // a surge may exceed 100%
+		return describe("bad-int-or-string", p, v, !surge), true
 	}}
 }

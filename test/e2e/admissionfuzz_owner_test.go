@@ -160,7 +160,7 @@ func mutBothTemplates(_ *fuzzGen, o jsonObj) (change, bool) {
 	other := map[string]string{"deploymentTemplate": "statefulSetTemplate", "statefulSetTemplate": "deploymentTemplate"}[member]
 	tmpl := ensureObj(o, "spec", "workloadTemplate")
 	tmpl[other] = cloneJSON(tmpl[member])
-	return change{Mutation: "both-templates", Desc: "/spec/workloadTemplate: " + member + " and " + other, Invalid: true}, true
+	return change{Mutation: "both-templates", Path: "/spec/workloadTemplate", Desc: "/spec/workloadTemplate: " + member + " and " + other, Invalid: true}, true
 }
 
 // mutPoolNodeSelector pins the pod template to a pool by node selector, which per-pool rendering owns.

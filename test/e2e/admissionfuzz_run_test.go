@@ -101,8 +101,15 @@ type fuzzRequest struct {
 	LatencyMS float64  `json:"latencyMs"`
 }
 
+// invalid says whether a change made the object certainly invalid and no later change touched that node
+// (a later one may have removed or replaced what made it invalid).
 func (q *fuzzRequest) invalid() bool {
-	return slices.ContainsFunc(q.Changes, func(c change) bool { return c.Invalid })
+	for i, c := range q.Changes {
+		if c.Invalid && !slices.ContainsFunc(q.Changes[i+1:], func(l change) bool { return overlaps(c.Path, l.Path) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // String is one line for a failure message: what was sent and what came back.

@@ -107,7 +107,8 @@ func canonicalID(id string) bool {
 func validStatus(v any) bool { return v == "Killed" || v == "Running" }
 
 // mutInstanceMap sets an entry of spec.<field> (an instance id → value map); the change is certainly invalid
-// when the id is not canonical or validValue refuses the value.
+// when the id is not canonical or validValue refuses the value, unless the value is null (an entry the
+// API server may drop).
 func mutInstanceMap(field string, values []any, validValue func(any) bool) func(g *fuzzGen, o jsonObj) (change, bool) {
 	return func(g *fuzzGen, o jsonObj) (change, bool) {
 		id, v := pick(g, tappIDs), pick(g, values)
@@ -117,7 +118,7 @@ func mutInstanceMap(field string, values []any, validValue func(any) bool) func(
 			}
 		}
 		ensureObj(o, "spec", field)[id] = v
-		return describe(field, jsonPath{"spec", field, id}, v, !canonicalID(id) || !validValue(v)), true
+		return describe(field, jsonPath{"spec", field, id}, v, v != nil && (!canonicalID(id) || !validValue(v))), true
 	}
 }
 
