@@ -106,11 +106,6 @@ func (w *managerWatch) waitQuiet(limit time.Duration) (time.Duration, bool) {
 		for _, v := range perController(s, "workqueue_depth") {
 			busy += v
 		}
-		for _, d := range s {
-			if d.Name == "workqueue_depth" && d.Labels["controller"] == "" {
-				busy += d.Value // the queues label themselves by name
-			}
-		}
 		if busy == 0 {
 			quiet++
 		} else {

@@ -106,7 +106,7 @@ func (r *fuzzRun) create(k *fuzzKind, i int) {
 func (r *fuzzRun) update(k *fuzzKind, obj *liveObj) {
 	got := r.c.do(suiteCtx, http.MethodGet, k.path(obj.ns, obj.name), nil)
 	r.figures.Gets++
-	q := &fuzzRequest{Op: "UPDATE", Kind: k.kind, Name: obj.name, Seed: -1}
+	q := &fuzzRequest{Op: "UPDATE", Kind: k.kind, Name: obj.name}
 	if got.code != http.StatusOK {
 		q.record(got)
 		r.figures.fail("reading an admitted object failed", q)
@@ -186,7 +186,7 @@ func (r *fuzzRun) nudgeAll(round int) {
 			if patch == nil {
 				continue
 			}
-			q := &fuzzRequest{Op: "NUDGE", Kind: k.kind, Name: obj.name, Seed: -1,
+			q := &fuzzRequest{Op: "NUDGE", Kind: k.kind, Name: obj.name,
 				Changes: []change{{Mutation: "nudge", Desc: short(patch)}}}
 			resp := r.c.do(suiteCtx, http.MethodPatch, k.path(obj.ns, obj.name), encodeBody(patch))
 			q.record(resp)

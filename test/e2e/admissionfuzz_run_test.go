@@ -93,7 +93,7 @@ type fuzzRequest struct {
 	Kind      string   `json:"kind"`
 	Name      string   `json:"name"`
 	Changes   []change `json:"changes,omitempty"`
-	Seed      int      `json:"seed"` // index of the seed object, for CREATE
+	Seed      int      `json:"seed"` // index of the kind's seed object a CREATE started from
 	Code      int      `json:"code"`
 	Message   string   `json:"message,omitempty"`
 	Webhook   string   `json:"webhook,omitempty"` // the drover webhook that denied it
@@ -126,7 +126,11 @@ func (q *fuzzRequest) String() string {
 	if len(msg) > 400 {
 		msg = msg[:400] + "…"
 	}
-	s := fmt.Sprintf("%s %s %s seed#%d [%s] → %d %s", q.Op, q.Kind, q.Name, q.Seed, what, q.Code, msg)
+	from := ""
+	if q.Op == "CREATE" {
+		from = fmt.Sprintf(" from seed #%d", q.Seed)
+	}
+	s := fmt.Sprintf("%s %s %s%s [%s] → %d %s", q.Op, q.Kind, q.Name, from, what, q.Code, msg)
 	if len(q.Causes) > 0 {
 		s += fmt.Sprintf(" causes=%q", q.Causes)
 	}
