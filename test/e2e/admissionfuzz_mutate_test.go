@@ -13,11 +13,11 @@ import (
 
 // change is what one mutation did to an object.
 type change struct {
-	Mutation string `json:"mutation"`
+	Mutation string
 	// Path is the JSON pointer of the node the mutation changed.
-	Path    string `json:"path"`
-	Desc    string `json:"desc"`
-	Invalid bool   `json:"invalid,omitempty"`
+	Path    string
+	Desc    string
+	Invalid bool
 }
 
 // overlaps says whether two JSON pointers address the same node or one holds the other.

@@ -89,16 +89,15 @@ var droverDenial = regexp.MustCompile(`^admission webhook "([a-z0-9.-]+\.drover\
 
 // fuzzRequest is one request of the fuzz and what came of it.
 type fuzzRequest struct {
-	Op        string   `json:"op"` // CREATE, UPDATE or NUDGE
-	Kind      string   `json:"kind"`
-	Name      string   `json:"name"`
-	Changes   []change `json:"changes,omitempty"`
-	Seed      int      `json:"seed"` // index of the kind's seed object a CREATE started from
-	Code      int      `json:"code"`
-	Message   string   `json:"message,omitempty"`
-	Webhook   string   `json:"webhook,omitempty"` // the drover webhook that denied it
-	Causes    []string `json:"causes,omitempty"`
-	LatencyMS float64  `json:"latencyMs"`
+	Op      string // CREATE, UPDATE or NUDGE
+	Kind    string
+	Name    string
+	Changes []change
+	Seed    int // index of the kind's seed object a CREATE started from
+	Code    int
+	Message string
+	Webhook string // the drover webhook that denied it
+	Causes  []string
 }
 
 // invalid says whether a change made the object certainly invalid and no later change touched that node
@@ -139,7 +138,7 @@ func (q *fuzzRequest) String() string {
 
 // record fills q from the response.
 func (q *fuzzRequest) record(r response) {
-	q.Code, q.LatencyMS = r.code, float64(r.latency.Microseconds())/1000
+	q.Code = r.code
 	switch {
 	case r.err != nil:
 		q.Message = r.err.Error()
