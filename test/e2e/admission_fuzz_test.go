@@ -69,8 +69,9 @@ func fuzzConfigFromEnv() fuzzConfig {
 //     time it looks at it: that is an error loop, and the failure names the objects of the
 //     "Reconciler error" lines of the manager's log. An error in one round only is reported, not failed.
 //
-// The seed is printed (DROVER_FUZZ_SEED reproduces a run); the figures are printed and written to
-// .local/fuzz/admission.json.
+// The seed is printed; DROVER_FUZZ_SEED reproduces a run (the same requests, as long as the cluster gives
+// the same answers, which decide the objects later requests update). The figures are printed and written
+// to .local/fuzz/admission.json.
 var _ = Describe("Admission fuzz", func() {
 	It("answers every mutated object with 2xx or a 4xx, drover's denials as 422 with field paths, and admits nothing its controllers fail on", func() {
 		cfg := fuzzConfigFromEnv()

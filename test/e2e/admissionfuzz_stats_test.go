@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/drover-dev/drover/internal/measure"
 )
 
@@ -150,8 +152,8 @@ func (f *fuzzFigures) classifyDenial(q *fuzzRequest, r response) {
 	if q.Webhook != "" {
 		f.DroverDenialsByCode[strconv.Itoa(r.code)]++
 		switch {
-		case r.code != http.StatusUnprocessableEntity:
-			f.fail(fmt.Sprintf("%s denied with %d instead of 422", q.Webhook, r.code), q)
+		case r.code != http.StatusUnprocessableEntity || r.status.Reason != metav1.StatusReasonInvalid:
+			f.fail(fmt.Sprintf("%s denied with %d %s instead of 422 Invalid", q.Webhook, r.code, r.status.Reason), q)
 		case !hasFieldCause(r):
 			f.fail(q.Webhook+" denied with 422 without a cause carrying a field path", q)
 		}
