@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -21,7 +22,9 @@ import (
 
 // SetupTAppWebhook registers the TApp defaulting and validating webhooks (docs/tapp.md, Admission).
 func SetupTAppWebhook(mgr manager.Manager) error {
-	err := registerKindWebhooks(mgr, func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, TAppDefaulter{}, TAppValidator{})
+	// The manager's client reads from the cache but writes to the API server: the dry runs reach it.
+	err := registerKindWebhooks(mgr, func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, TAppDefaulter{},
+		TAppValidator{DryRun: mgr.GetClient()})
 	if err != nil {
 		return fmt.Errorf("building the TApp webhooks: %w", err)
 	}
@@ -100,18 +103,27 @@ func DefaultTApp(app, old *tkestackv1.TApp) {
 }
 
 // TAppValidator validates TApps on CREATE and UPDATE. DELETE is always allowed (and not registered).
-type TAppValidator struct{}
+type TAppValidator struct {
+	// DryRun sends the server-side dry-run creates of the templates' pods (tapp_webhook_dryrun.go). Its writes
+	// must reach the API server, never a cache; the manager's client does that. Nil skips the dry run.
+	DryRun client.Writer
+}
 
 var _ admission.Validator[*tkestackv1.TApp] = TAppValidator{}
 
-// ValidateCreate applies every validation rule (ValidateTApp).
-func (TAppValidator) ValidateCreate(_ context.Context, app *tkestackv1.TApp) (admission.Warnings, error) {
-	return TAppWarnings(app), invalidTApp(app, ValidateTApp(app, nil))
+// ValidateCreate applies every validation rule (ValidateTApp) and the dry run of every template.
+func (v TAppValidator) ValidateCreate(ctx context.Context, app *tkestackv1.TApp) (admission.Warnings, error) {
+	errs := ValidateTApp(app, nil)
+	dryErrs, dryWarnings := v.dryRunTemplates(ctx, app, nil, errs)
+	return append(TAppWarnings(app), dryWarnings...), invalidTApp(app, append(errs, dryErrs...))
 }
 
-// ValidateUpdate applies every validation rule, ratcheted, and selector immutability (ValidateTApp).
-func (TAppValidator) ValidateUpdate(_ context.Context, oldApp, newApp *tkestackv1.TApp) (admission.Warnings, error) {
-	return TAppWarnings(newApp), invalidTApp(newApp, ValidateTApp(newApp, oldApp))
+// ValidateUpdate applies every validation rule, ratcheted, selector immutability (ValidateTApp) and the dry
+// run of the templates that changed.
+func (v TAppValidator) ValidateUpdate(ctx context.Context, oldApp, newApp *tkestackv1.TApp) (admission.Warnings, error) {
+	errs := ValidateTApp(newApp, oldApp)
+	dryErrs, dryWarnings := v.dryRunTemplates(ctx, newApp, oldApp, errs)
+	return append(TAppWarnings(newApp), dryWarnings...), invalidTApp(newApp, append(errs, dryErrs...))
 }
 
 // ValidateDelete allows every delete.

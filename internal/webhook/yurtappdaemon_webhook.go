@@ -118,13 +118,9 @@ var (
 	_ admission.Validator[*openyurtv1alpha1.UnitedDaemonSet] = OwnerValidator[*openyurtv1alpha1.UnitedDaemonSet]{}
 )
 
-const (
-	// otherKindTimeout bounds the cache read of the same-name check, so that an informer that is still syncing cannot use
-	// up the webhook's 10 s.
-	otherKindTimeout = 2 * time.Second
-	// dryRunBudget bounds all dry runs of one request within the webhook's 10 s.
-	dryRunBudget = 6 * time.Second
-)
+// otherKindTimeout bounds the cache read of the same-name check, so that an informer that is still syncing cannot use
+// up the webhook's 10 s.
+const otherKindTimeout = 2 * time.Second
 
 // ValidateCreate applies the name length, structural, same-name and dry-run checks and returns the
 // template warnings.

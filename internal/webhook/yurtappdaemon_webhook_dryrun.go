@@ -2,13 +2,9 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +13,10 @@ import (
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon/render"
 )
+
+// The validating webhook sends each child as a dry-run create, with the manager's identity.
+//
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=create
 
 const (
 	// dryRunPool is the placeholder pool the template is rendered for in the dry runs, as in the tweak validation.
@@ -28,11 +28,15 @@ const (
 // dryRunTemplate applies Kubernetes' own validation of the template, which drover cannot import. The
 // child is rendered for a placeholder pool, with generateName and without ownerReferences (on CREATE the
 // owner has no UID yet), and sent as a server-side dry-run create in the owner's namespace: once as the
-// template renders, and once more for each tweak with images or patches, with that tweak applied.
+// template renders, and once more for each tweak with images or patches, with that tweak applied. The dry
+// runs go concurrently and bounded, within one budget (runDryRuns); the errors keep the order of the runs.
 //
 // The API server's Invalid causes are reported under spec.workloadTemplate.<member>.; a cause that appears
-// only with a tweak applied says which. Any other failure (timeout, unavailable, forbidden) admits the request
-// with a warning, and the controller reports real errors when it creates the children.
+// only with a tweak applied says which. An accepted child is compared with the one the API server returned:
+// a field it dropped (a feature it does not enable) would keep the child from ever matching its rendering,
+// so it is reported as Forbidden at the template's field. Any other failure (timeout, unavailable,
+// forbidden) admits the request with a warning, and the controller reports real errors when it creates the
+// children.
 //
 // oldObj is nil on CREATE. On UPDATE the dry runs happen only when the template or a tweak changed, and the
 // rule is ratcheted like drover's other rules: the base run is reported only when the template changed, and
@@ -46,6 +50,43 @@ func (v OwnerValidator[T]) dryRunTemplate(ctx context.Context, obj, oldObj openy
 		return nil, nil
 	}
 	tmplChanged := oldObj == nil || templateChanged(oldObj, obj)
+	tweaks := tweaksToDryRun(spec, oldObj, errs, tmplChanged)
+	if !tmplChanged && len(tweaks) == 0 {
+		return nil, nil
+	}
+
+	// The first child is the template as it renders, one more per tweak.
+	base := spec.DeepCopy()
+	base.WorkloadTweaks = nil
+	child := v.renderDryRunChild(ctx, obj, base)
+	if child == nil {
+		return nil, nil // a render failure is the structural rules' to report
+	}
+	children := []client.Object{child}
+	var sent []int // the tweak of each child after the first
+	for _, i := range tweaks {
+		tweaked := spec.DeepCopy()
+		tweak := tweaked.WorkloadTweaks[i]
+		tweak.Pools, tweak.NodePoolSelector = []string{dryRunPool}, nil
+		tweaked.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{tweak}
+		if c := v.renderDryRunChild(ctx, obj, tweaked); c != nil {
+			children = append(children, c)
+			sent = append(sent, i)
+		}
+	}
+	results, err := runDryRuns(ctx, v.DryRun, children, true)
+	var warnings admission.Warnings
+	if err != nil {
+		warnings = dryRunWarnings("the workload template was", "the children", err)
+	}
+
+	return ownerDryRunErrors(field.NewPath("spec", "workloadTemplate", member), results, sent, tmplChanged), warnings
+}
+
+// tweaksToDryRun returns the indexes of the tweaks to dry-run: those with images or patches and without
+// errors of their own in errs, and on UPDATE (oldObj not nil) only when the template or the tweak changed.
+func tweaksToDryRun(spec *openyurtv1alpha1.YurtAppDaemonSpec, oldObj openyurtv1alpha1.Owner, errs field.ErrorList,
+	tmplChanged bool) []int {
 	var tweaks []int
 	for i := range spec.WorkloadTweaks {
 		t := &spec.WorkloadTweaks[i]
@@ -57,58 +98,43 @@ func (v OwnerValidator[T]) dryRunTemplate(ctx context.Context, obj, oldObj openy
 			tweaks = append(tweaks, i)
 		}
 	}
-	if !tmplChanged && len(tweaks) == 0 {
-		return nil, nil
-	}
+	return tweaks
+}
 
-	ctx, cancel := context.WithTimeout(ctx, dryRunBudget)
-	defer cancel()
-	prefix := field.NewPath("spec", "workloadTemplate", member)
+// ownerDryRunErrors maps the causes of the dry runs onto the template at prefix, in the order of the runs:
+// results[0] is the plain template's (reported only when tmplChanged), results[j] that of tweak sent[j-1].
+// A cause already found by an earlier run is not reported again; one found only with a tweak says which.
+func ownerDryRunErrors(prefix *field.Path, results []*dryRunResult, sent []int, tmplChanged bool) field.ErrorList {
 	seen := sets.New[string]()
 	var out field.ErrorList
-
-	base := spec.DeepCopy()
-	base.WorkloadTweaks = nil
-	status, err := v.dryRunCreate(ctx, obj, base)
-	if err != nil {
-		return nil, dryRunWarnings(err)
-	}
-	for _, c := range statusCauses(status) {
-		seen.Insert(causeKey(c))
-		if tmplChanged {
-			out = append(out, causeError(prefix, c, ""))
+	for j, res := range results {
+		if res == nil {
+			continue
 		}
-	}
-	for _, i := range tweaks {
-		tweaked := spec.DeepCopy()
-		tweak := tweaked.WorkloadTweaks[i]
-		tweak.Pools, tweak.NodePoolSelector = []string{dryRunPool}, nil
-		tweaked.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{tweak}
-		status, err := v.dryRunCreate(ctx, obj, tweaked)
-		if err != nil {
-			return out, dryRunWarnings(err)
+		note := ""
+		if j > 0 {
+			note = fmt.Sprintf("with spec.workloadTweaks[%d] applied", sent[j-1])
 		}
-		for _, c := range statusCauses(status) {
-			if key := causeKey(c); !seen.Has(key) {
-				seen.Insert(key)
-				out = append(out, causeError(prefix, c, fmt.Sprintf("with spec.workloadTweaks[%d] applied", i)))
+		for _, c := range res.causes {
+			key := causeKey(c)
+			if seen.Has(key) {
+				continue
+			}
+			seen.Insert(key)
+			if j > 0 || tmplChanged {
+				out = append(out, causeError(prefix, c, note))
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
-// dryRunCreate renders the child of obj for the placeholder pool with spec and sends it as a dry-run create.
-// It returns the API server's status for an Invalid rejection, nil when the child was accepted or could not
-// be rendered (the structural rules report that), and an error for any other failure.
-func (v OwnerValidator[T]) dryRunCreate(ctx context.Context, obj openyurtv1alpha1.Owner,
-	spec *openyurtv1alpha1.YurtAppDaemonSpec) (*metav1.Status, error) {
-	namespace := obj.GetNamespace()
-	if namespace == "" { // not yet filled in from the request URL
-		if req, err := admission.RequestFromContext(ctx); err == nil {
-			namespace = req.Namespace
-		}
-	}
+// renderDryRunChild renders the child of obj for the placeholder pool with spec, ready to be sent as a
+// dry-run create: generateName, the owner's namespace, no ownerReferences. It returns nil when the child
+// cannot be rendered (the structural rules report that).
+func (v OwnerValidator[T]) renderDryRunChild(ctx context.Context, obj openyurtv1alpha1.Owner,
+	spec *openyurtv1alpha1.YurtAppDaemonSpec) client.Object {
+	namespace := requestNamespace(ctx, obj.GetNamespace())
 	res, err := render.Render(render.Input{
 		// No UID: the child gets no ownerReference.
 		Owner:     render.OwnerRef{APIVersion: v.GVK.GroupVersion().String(), Kind: v.GVK.Kind, Name: obj.GetName()},
@@ -118,29 +144,13 @@ func (v OwnerValidator[T]) dryRunCreate(ctx context.Context, obj openyurtv1alpha
 		Revision:  dryRunRevision,
 	})
 	if err != nil || res == nil || res.Body == nil {
-		return nil, nil //nolint:nilerr // a render failure is the structural rules' to report
+		return nil
 	}
 	child := res.Body.DeepCopy()
 	child.SetNamespace(namespace)
 	child.SetOwnerReferences(nil)
 	child.SetResourceVersion("")
-	err = v.DryRun.Create(ctx, child, client.DryRunAll)
-	var apiStatus apierrors.APIStatus
-	switch {
-	case err == nil:
-		return nil, nil
-	case apierrors.IsInvalid(err) && errors.As(err, &apiStatus):
-		status := apiStatus.Status()
-		return &status, nil
-	default:
-		return nil, fmt.Errorf("dry-run create of the %s: %w", child.GetKind(), err)
-	}
-}
-
-// dryRunWarnings turns a dry-run failure that is not Invalid into an admission warning.
-func dryRunWarnings(err error) admission.Warnings {
-	return admission.Warnings{fmt.Sprintf(
-		"the workload template was not checked by Kubernetes (%v); the controller reports any error when it creates the children", err)}
+	return child
 }
 
 // templateMember returns the JSON name of the one template member set.
@@ -178,66 +188,4 @@ func blocksDryRun(errs field.ErrorList, member string) bool {
 		}
 	}
 	return false
-}
-
-// hasErrorAt reports whether errs holds an error at path or below it.
-func hasErrorAt(errs field.ErrorList, path string) bool {
-	for _, e := range errs {
-		if hasFieldPrefix(e.Field, path) {
-			return true
-		}
-	}
-	return false
-}
-
-// statusCauses returns the causes of an Invalid status; one without causes gives one cause for the whole
-// object.
-func statusCauses(status *metav1.Status) []metav1.StatusCause {
-	if status == nil {
-		return nil
-	}
-	if status.Details != nil && len(status.Details.Causes) > 0 {
-		return status.Details.Causes
-	}
-	return []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: status.Message}}
-}
-
-func causeKey(c metav1.StatusCause) string {
-	return string(c.Type) + "\x00" + c.Field + "\x00" + c.Message
-}
-
-// fieldErrorTypes are the cause types the API server produces from field errors.
-var fieldErrorTypes = sets.New(field.ErrorTypeNotFound, field.ErrorTypeRequired, field.ErrorTypeDuplicate,
-	field.ErrorTypeInvalid, field.ErrorTypeNotSupported, field.ErrorTypeForbidden, field.ErrorTypeTooLong,
-	field.ErrorTypeTooMany, field.ErrorTypeInternal, field.ErrorTypeTypeInvalid, field.ErrorTypeTooShort,
-	field.ErrorTypeTooFew)
-
-// causeError maps an API server cause on the child onto the owner's template: its field path gets prefix, and
-// its message is kept as it is (with note appended). The cause's message already renders the bad value, so the
-// error carries none of its own.
-func causeError(prefix *field.Path, c metav1.StatusCause, note string) *field.Error {
-	typ := field.ErrorType(c.Type)
-	detail := c.Message
-	if fieldErrorTypes.Has(typ) {
-		switch {
-		case detail == typ.String():
-			detail = ""
-		case strings.HasPrefix(detail, typ.String()+": "):
-			detail = strings.TrimPrefix(detail, typ.String()+": ")
-		}
-	} else {
-		typ = field.ErrorTypeInvalid
-	}
-	switch {
-	case note == "":
-	case detail == "":
-		detail = note
-	default:
-		detail += " (" + note + ")"
-	}
-	path := prefix.String()
-	if c.Field != "" {
-		path += "." + c.Field
-	}
-	return &field.Error{Type: typ, Field: path, BadValue: field.OmitValueType{}, Detail: detail}
 }

@@ -96,21 +96,6 @@ func ignoredMetadata(meta map[string]any, prefix string) admission.Warnings {
 	return warnings
 }
 
-func isEmptyValue(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case string:
-		return t == ""
-	case []any:
-		return len(t) == 0
-	case map[string]any:
-		return len(t) == 0
-	default:
-		return false
-	}
-}
-
 // unstructuredMap returns the map at path in u; ok is false when it is absent or not a map.
 func unstructuredMap(u map[string]any, path ...string) (map[string]any, bool) {
 	cur := u

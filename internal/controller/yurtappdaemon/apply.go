@@ -78,7 +78,10 @@ type loopGuard struct {
 	// changes its resourceVersion and ends this.
 	settled map[types.UID]settledMark
 	// mismatch remembers children whose apply result still failed the subset check: they count as in sync
-	// while their rendered hash and generation are unchanged.
+	// while their rendered hash is unchanged and the cache shows them at the generation of that result or
+	// an older one. An older generation is a view from before the apply (the cache delivering a status
+	// write that preceded it): generations only grow, so it is not a change by someone else, and forgetting
+	// the mark there would apply again and log the mismatch again.
 	mismatch map[types.UID]mismatchMark
 }
 
@@ -104,7 +107,7 @@ func (g *loopGuard) holds(live client.Object, hash string) bool {
 		delete(g.settled, live.GetUID())
 	}
 	if m, ok := g.mismatch[live.GetUID()]; ok {
-		if m.hash == hash && m.generation == live.GetGeneration() {
+		if m.hash == hash && live.GetGeneration() <= m.generation {
 			return true
 		}
 		delete(g.mismatch, live.GetUID())
@@ -122,7 +125,8 @@ func (g *loopGuard) settle(uid types.UID, hash, resourceVersion string) {
 	g.settled[uid] = settledMark{hash: hash, resourceVersion: resourceVersion}
 }
 
-// recordMismatch remembers a normalization mismatch; it reports whether it is new (to log it once).
+// recordMismatch remembers a normalization mismatch; it reports whether it is new, so that it is logged once
+// per (child, rendered hash, generation).
 func (g *loopGuard) recordMismatch(uid types.UID, hash string, generation int64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

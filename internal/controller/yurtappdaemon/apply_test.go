@@ -251,3 +251,110 @@ func TestFailedHandOverIsRedoneByTheNextApply(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopGuardMismatchOncePerRenderingAndGeneration: a mismatch is new once per (child, rendered hash,
+// generation), and the guard keeps holding the child when the cache shows a view older than the apply that
+// recorded it (a status write that preceded the apply, at a lower generation), instead of applying again.
+func TestLoopGuardMismatchOncePerRenderingAndGeneration(t *testing.T) {
+	const uid = types.UID("child")
+	view := func(rv string, generation int64) client.Object {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{UID: uid, ResourceVersion: rv, Generation: generation}}
+	}
+	g := newLoopGuard()
+	// A pass applies the rendering h2 from resourceVersion 10 (generation 1); the result, at generation 2,
+	// still differs from the rendering.
+	g.settle(uid, "h2", "10")
+	if !g.recordMismatch(uid, "h2", 2) {
+		t.Fatal("the first mismatch is not new")
+	}
+	steps := []struct {
+		name string
+		live client.Object
+		hash string
+		want bool
+	}{
+		{"the cache has not seen the apply yet", view("10", 1), "h2", true},
+		{"a status write that preceded the apply", view("11", 1), "h2", true},
+		{"the apply and later status writes", view("12", 2), "h2", true},
+		{"another status write", view("13", 2), "h2", true},
+	}
+	for _, s := range steps {
+		if got := g.holds(s.live, s.hash); got != s.want {
+			t.Errorf("%s: holds = %t, want %t", s.name, got, s.want)
+		}
+	}
+	if g.recordMismatch(uid, "h2", 2) {
+		t.Error("the same mismatch is new again")
+	}
+	if g.holds(view("14", 3), "h2") {
+		t.Error("a new generation of the child (someone else's spec write) is still held")
+	}
+	if !g.recordMismatch(uid, "h2", 3) {
+		t.Error("the mismatch at a new generation is not new")
+	}
+	if g.holds(view("15", 3), "h3") {
+		t.Error("a new rendering is still held")
+	}
+	if !g.recordMismatch(uid, "h3", 3) {
+		t.Error("the mismatch of a new rendering is not new")
+	}
+}
+
+// TestLoopGuardHoldsThroughAStaleView: after an apply that bumped the child's generation and still differs
+// from the rendering, a pass that sees an older view of the child (the cache delivering a status write that
+// preceded the apply) writes nothing and counts no new mismatch.
+func TestLoopGuardHoldsThroughAStaleView(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k kindCase) {
+		var stale *appsv1.Deployment
+		funcs := interceptor.Funcs{
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				if err := c.Apply(ctx, obj, opts...); err != nil {
+					return err
+				}
+				// The API server "normalizes" the image, and the new template bumps the generation to 2.
+				u, _ := applyConfigObject(obj)
+				d := &appsv1.Deployment{}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, d); err != nil {
+					return err
+				}
+				d.Spec.Template.Spec.Containers[0].Image = "docker.io/library/dns:1"
+				d.Generation = 2
+				if err := c.Update(ctx, d); err != nil {
+					return err
+				}
+				u.SetGeneration(2)
+				return unstructuredNestedSet(u, "docker.io/library/dns:1")
+			},
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				if l, ok := list.(*appsv1.DeploymentList); ok && stale != nil && len(l.Items) == 1 {
+					l.Items[0] = *stale.DeepCopy()
+				}
+				return nil
+			},
+		}
+		old := child("dns-east", "east", k.ref())
+		old.Generation = 1
+		f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj(), old}, funcs)
+		f.mustReconcile()
+		if n := f.writes.Get("apply"); n != 1 {
+			t.Fatalf("first pass: %d applies, want 1", n)
+		}
+		// The next pass sees the child as it was before the apply, at another resourceVersion.
+		stale = f.deployments()["dns-east"].DeepCopy()
+		stale.Spec.Template.Spec.Containers[0].Image = "dns:0"
+		stale.Generation = 1
+		stale.ResourceVersion = "5" // neither the seeded child's (999) nor a later one
+		before := promValue(normalizationMismatches.WithLabelValues(k.kind))
+		f.writes.Reset()
+		f.mustReconcile()
+		if n := f.writes.Get("apply"); n != 0 {
+			t.Errorf("pass on a stale view: %d applies, want 0 (the loop guard holds the child)", n)
+		}
+		if after := promValue(normalizationMismatches.WithLabelValues(k.kind)); after != before {
+			t.Errorf("mismatches counted again on a stale view: %v → %v", before, after)
+		}
+	})
+}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
 const crdFile = "../../../../config/crd/bases/apps.tkestack.io_tapps.yaml"
@@ -189,6 +191,28 @@ func TestCRDSpecFields(t *testing.T) {
 	}
 	if m := props["replicas"].Minimum; m == nil || *m != 0 {
 		t.Errorf("spec.replicas minimum = %v, want 0", m)
+	}
+}
+
+// TestCRDBounds: the collections of the spec are bounded in the generated schema, with the API package's
+// constants, so the API server refuses a TApp beyond them before any webhook runs.
+func TestCRDBounds(t *testing.T) {
+	props := specProps(t, loadCRD(t))
+	maxProps := map[string]int64{
+		"templatePool": tkestackv1.MaxTemplatePool,
+		"statuses":     tkestackv1.MaxReplicas,
+		"templates":    tkestackv1.MaxReplicas,
+	}
+	for name, want := range maxProps {
+		if got := props[name].MaxProperties; got == nil || *got != want {
+			t.Errorf("spec.%s maxProperties = %v, want %d", name, ptr.Deref(got, -1), want)
+		}
+	}
+	if got := props["volumeClaimTemplates"].MaxItems; got == nil || *got != tkestackv1.MaxVolumeClaimTemplates {
+		t.Errorf("spec.volumeClaimTemplates maxItems = %v, want %d", ptr.Deref(got, -1), tkestackv1.MaxVolumeClaimTemplates)
+	}
+	if got := props["replicas"].Maximum; got == nil || *got != tkestackv1.MaxReplicas {
+		t.Errorf("spec.replicas maximum = %v, want %d", ptr.Deref(got, -1), tkestackv1.MaxReplicas)
 	}
 }
 

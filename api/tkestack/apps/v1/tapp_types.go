@@ -162,6 +162,14 @@ type ForceUpdateStrategy struct {
 // kubectl scale and an HPA too.
 const MaxReplicas = 50000
 
+// MaxTemplatePool bounds spec.templatePool: every entry is a whole pod template, and the admission webhook
+// checks each one with a dry-run pod create, all within the webhook's time limit.
+const MaxTemplatePool = 32
+
+// MaxVolumeClaimTemplates bounds spec.volumeClaimTemplates: each claim template is one PVC per instance and
+// one volume in every pod.
+const MaxVolumeClaimTemplates = 16
+
 // TAppSpec is the desired state of a TApp.
 type TAppSpec struct {
 	// Replicas is the number of instances, with ids 0..replicas-1. Killed instances keep their id and count.
@@ -181,14 +189,21 @@ type TAppSpec struct {
 	Template corev1.PodTemplateSpec `json:"template"`
 
 	// TemplatePool holds named pod templates.
+	// At most 32 (MaxTemplatePool): each entry is a whole pod template, and admission checks each one with a
+	// dry-run pod create within the webhook's time limit.
+	// +kubebuilder:validation:MaxProperties=32
 	// +optional
 	TemplatePool map[string]corev1.PodTemplateSpec `json:"templatePool,omitempty"`
 
 	// Statuses holds the desired state of single instances, id -> Killed or Running.
+	// At most 50000 (MaxReplicas): one entry per instance, and a TApp has at most that many.
+	// +kubebuilder:validation:MaxProperties=50000
 	// +optional
 	Statuses map[string]InstanceStatus `json:"statuses,omitempty"`
 
 	// Templates holds the template name of single instances, id -> template name.
+	// At most 50000 (MaxReplicas): one entry per instance, and a TApp has at most that many.
+	// +kubebuilder:validation:MaxProperties=50000
 	// +optional
 	Templates map[string]string `json:"templates,omitempty"`
 
@@ -209,6 +224,9 @@ type TAppSpec struct {
 	NeverMigrate bool `json:"neverMigrate,omitempty"`
 
 	// VolumeClaimTemplates are claims each instance gets its own PVC of, named <claim>-<tapp>-<id>.
+	// At most 16 (MaxVolumeClaimTemplates): each claim template is one PVC per instance and one volume in
+	// every pod; workloads need one to a few.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	// +listType=atomic
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
