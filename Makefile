@@ -107,6 +107,11 @@ test-integration: tools-k8s ## Integration tests on a real kube-apiserver + etcd
 test-e2e: tools-k8s build ## End-to-end tests on the local cluster with the real manager binary.
 	./hack/test.sh e2e
 
+.PHONY: fuzz-admission
+fuzz-admission: tools-k8s build ## Admission fuzz: 4,000 mutated objects through a fresh local cluster (DROVER_FUZZ_REQUESTS, DROVER_FUZZ_SEED); writes .local/fuzz/admission.json.
+	DROVER_MANAGER=$(BIN)/drover-manager DROVER_FUZZ_REQUESTS=$${DROVER_FUZZ_REQUESTS:-4000} \
+		go test -count=1 -timeout 30m -v ./test/e2e/ -run TestE2E -args --ginkgo.focus='Admission fuzz'
+
 .PHONY: bench
 bench: tools-k8s build ## Run the benchmark scenarios on a fresh local cluster; writes .local/bench/*.json.
 	$(BIN)/drover-bench $(BENCH_ARGS)

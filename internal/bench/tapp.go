@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/measure"
 	"github.com/drover-dev/drover/internal/scheme"
 )
 
@@ -129,7 +130,7 @@ type tappRun struct {
 	id     string
 	cs     kubernetes.Interface
 	c      client.WithWatch
-	mm     *metricsScraper
+	mm     *measure.Scraper
 	figs   []Figure
 	// Results of the phases, for the ratios.
 	raw, gated             rawResult
@@ -643,25 +644,25 @@ func (r *tappRun) snapshot(ctx context.Context) (tappSnapshot, error) {
 	if r.mm == nil {
 		return s, nil
 	}
-	m, err := r.mm.scrape(ctx)
+	m, err := r.mm.Scrape(ctx)
 	if err != nil {
 		r.logf("reading the manager's metrics: %v; counting from the kube-apiserver only", err)
 		r.mm = nil
 		return s, nil
 	}
 	s.manager = map[string]float64{
-		"reconciles": sumSamples(m, "controller_runtime_reconcile_total", map[string]string{"controller": "tapp"}),
+		"reconciles": measure.Sum(m, "controller_runtime_reconcile_total", map[string]string{"controller": "tapp"}),
 	}
 	for _, sm := range m {
-		switch sm.name {
+		switch sm.Name {
 		case "drover_tapp_pod_writes_total":
-			s.manager["op/"+sm.labels["operation"]] += sm.value
-			if res := sm.labels["result"]; res != "success" {
-				s.manager["failed/"+sm.labels["operation"]+"/"+res] += sm.value
+			s.manager["op/"+sm.Labels["operation"]] += sm.Value
+			if res := sm.Labels["result"]; res != "success" {
+				s.manager["failed/"+sm.Labels["operation"]+"/"+res] += sm.Value
 			}
 		case "rest_client_requests_total":
-			if slices.Contains(mutatingVerbs, sm.labels["method"]) {
-				s.manager["rest/"+sm.labels["method"]] += sm.value
+			if slices.Contains(mutatingVerbs, sm.Labels["method"]) {
+				s.manager["rest/"+sm.Labels["method"]] += sm.Value
 			}
 		}
 	}
@@ -825,12 +826,12 @@ func (r *tappRun) waitTerminatingNamespaces(ctx context.Context) {
 
 // managerScraper returns a scraper of the manager's metrics, authenticated as a ServiceAccount of ns, and a
 // cleanup; nil (logged) when it cannot be read.
-func (r *tappRun) managerScraper(ctx context.Context, ns string) (*metricsScraper, func()) {
+func (r *tappRun) managerScraper(ctx context.Context, ns string) (*measure.Scraper, func()) {
 	if r.cfg.managerMetrics == "" {
 		r.logf("no manager metrics endpoint: drover's gate writes cannot be told from kwok's status writes")
 		return nil, func() {}
 	}
-	m, cleanup, err := newManagerScraper(ctx, r.c, r.cs, r.cfg.managerMetrics, ns, "drover-bench-tapp-metrics-"+r.id)
+	m, cleanup, err := measure.NewManagerScraper(ctx, r.c, r.cs, r.cfg.managerMetrics, ns, "drover-bench-tapp-metrics-"+r.id)
 	if err != nil {
 		r.logf("cannot read the manager's metrics (%v)", err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	"github.com/drover-dev/drover/internal/measure"
 	"github.com/drover-dev/drover/internal/scheme"
 )
 
@@ -116,7 +117,7 @@ type yadRun struct {
 	// writesBefore are the counted API writes before the owners were created.
 	writesBefore map[string]float64
 	// mm reads the manager's metrics; nil when they are not available.
-	mm *metricsScraper
+	mm *measure.Scraper
 }
 
 func (cfg yadConfig) run(ctx context.Context, env Env) ([]Figure, error) {
@@ -302,8 +303,8 @@ func (r *yadRun) newPoolsBusy(ctx context.Context) error {
 	}
 	note := fmt.Sprintf("NodePool create → its %d children seen, %d samples with %d pools, right after the fan-out while kube-controller-manager still updates the children's status",
 		r.cfg.owners, len(lat), r.cfg.pools)
-	r.figure("new-pool-busy-p50", ms(percentile(lat, 50)), "ms", note)
-	r.figure("new-pool-busy-p99", ms(percentile(lat, 99)), "ms", p99Note(len(lat)))
+	r.figure("new-pool-busy-p50", ms(measure.Percentile(lat, 50)), "ms", note)
+	r.figure("new-pool-busy-p99", ms(measure.Percentile(lat, 99)), "ms", p99Note(len(lat)))
 	return nil
 }
 
@@ -320,17 +321,17 @@ func (r *yadRun) newPoolsSteady(ctx context.Context) error {
 	if after := r.managerSample(ctx); before != nil && after != nil {
 		note += "; in the manager: " + managerBreakdown(before, after)
 	}
-	r.figure("new-pool-p50", ms(percentile(lat, 50)), "ms", note)
-	r.figure("new-pool-p99", ms(percentile(lat, 99)), "ms", p99Note(len(lat)))
+	r.figure("new-pool-p50", ms(measure.Percentile(lat, 50)), "ms", note)
+	r.figure("new-pool-p99", ms(measure.Percentile(lat, 99)), "ms", p99Note(len(lat)))
 	return nil
 }
 
 // managerSample returns the manager's metrics, or nil when they cannot be read.
-func (r *yadRun) managerSample(ctx context.Context) []metricSample {
+func (r *yadRun) managerSample(ctx context.Context) []measure.Sample {
 	if r.mm == nil {
 		return nil
 	}
-	m, err := r.mm.scrape(ctx)
+	m, err := r.mm.Scrape(ctx)
 	if err != nil {
 		r.logf("reading the manager's metrics: %v", err)
 		return nil
@@ -341,9 +342,9 @@ func (r *yadRun) managerSample(ctx context.Context) []metricSample {
 // managerBreakdown describes, from two samples of the manager's metrics, where the time went: the mean time
 // from a NodePool event to a child create (drover_yurtappdaemon_pool_provision_seconds), and the number and
 // mean duration of the YurtAppDaemon reconciles.
-func managerBreakdown(before, after []metricSample) string {
+func managerBreakdown(before, after []measure.Sample) string {
 	delta := func(name string, match map[string]string) float64 {
-		return sumSamples(after, name, match) - sumSamples(before, name, match)
+		return measure.Sum(after, name, match) - measure.Sum(before, name, match)
 	}
 	kind := map[string]string{"kind": "YurtAppDaemon"}
 	ctrlLabel := map[string]string{"controller": yadControllerName}
@@ -428,15 +429,6 @@ func (r *yadRun) waitFor(ctx context.Context, what string, timeout time.Duration
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// percentile returns the nearest-rank p-th percentile of sorted.
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 × n)
-	return sorted[max(rank, 1)-1]
-}
 
 // childTracker follows the child Deployments of the scenario's namespace through an informer.
 type childTracker struct {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	"github.com/drover-dev/drover/internal/measure"
 )
 
 // The no-op resync step.
@@ -76,12 +77,12 @@ func (r *yadRun) noopResync(ctx context.Context) error {
 	}
 	var reconcilesBefore, droverWritesBefore float64
 	if mm != nil {
-		m, err := mm.scrape(ctx)
+		m, err := mm.Scrape(ctx)
 		if err != nil {
 			return err
 		}
-		reconcilesBefore = sumSamples(m, "controller_runtime_reconcile_total", map[string]string{"controller": yadControllerName})
-		droverWritesBefore = sumSamples(m, "drover_yurtappdaemon_workload_writes_total", nil)
+		reconcilesBefore = measure.Sum(m, "controller_runtime_reconcile_total", map[string]string{"controller": yadControllerName})
+		droverWritesBefore = measure.Sum(m, "drover_yurtappdaemon_workload_writes_total", nil)
 	}
 
 	start := time.Now()
@@ -122,18 +123,18 @@ func (r *yadRun) noopResync(ctx context.Context) error {
 
 // waitReconciles waits until every owner has reconciled since the trigger and the controller is idle. It
 // returns a description of the window for the figure's note and records the resync duration.
-func (r *yadRun) waitReconciles(ctx context.Context, mm *metricsScraper, before, droverWritesBefore float64, start time.Time) string {
+func (r *yadRun) waitReconciles(ctx context.Context, mm *measure.Scraper, before, droverWritesBefore float64, start time.Time) string {
 	var reconciles, droverWrites float64
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, resyncDeadline, true, func(ctx context.Context) (bool, error) {
-		m, err := mm.scrape(ctx)
+		m, err := mm.Scrape(ctx)
 		if err != nil {
 			return false, nil //nolint:nilerr // retried until the deadline
 		}
 		ctrlLabel := map[string]string{"controller": yadControllerName}
-		reconciles = sumSamples(m, "controller_runtime_reconcile_total", ctrlLabel) - before
-		droverWrites = sumSamples(m, "drover_yurtappdaemon_workload_writes_total", nil) - droverWritesBefore
-		busy := sumSamples(m, "controller_runtime_active_workers", ctrlLabel) +
-			sumSamples(m, "workqueue_depth", map[string]string{"name": yadControllerName})
+		reconciles = measure.Sum(m, "controller_runtime_reconcile_total", ctrlLabel) - before
+		droverWrites = measure.Sum(m, "drover_yurtappdaemon_workload_writes_total", nil) - droverWritesBefore
+		busy := measure.Sum(m, "controller_runtime_active_workers", ctrlLabel) +
+			measure.Sum(m, "workqueue_depth", map[string]string{"name": yadControllerName})
 		return reconciles >= float64(r.cfg.owners) && busy == 0, nil
 	})
 	took := time.Since(start)
@@ -170,11 +171,11 @@ func (r *yadRun) apiserverWrites(ctx context.Context) (map[string]float64, error
 
 // managerScraper returns a scraper of the manager's metrics and a cleanup. It returns nil (and logs why) when
 // the endpoint is not configured or cannot be read; the no-op step then uses a fixed window.
-func (r *yadRun) managerScraper(ctx context.Context) (*metricsScraper, func()) {
+func (r *yadRun) managerScraper(ctx context.Context) (*measure.Scraper, func()) {
 	if r.cfg.managerMetrics == "" {
 		return nil, func() {}
 	}
-	m, cleanup, err := newManagerScraper(ctx, r.c, r.cs, r.cfg.managerMetrics, r.ns, "drover-bench-metrics-"+r.id)
+	m, cleanup, err := measure.NewManagerScraper(ctx, r.c, r.cs, r.cfg.managerMetrics, r.ns, "drover-bench-metrics-"+r.id)
 	if err != nil {
 		r.logf("cannot read the manager's metrics (%v); using a fixed window", err)
 	}

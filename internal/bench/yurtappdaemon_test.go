@@ -2,51 +2,9 @@ package bench
 
 import (
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/drover-dev/drover/internal/measure"
 )
-
-func TestParseMetrics(t *testing.T) {
-	text := `# HELP apiserver_request_total Counter of apiserver requests.
-# TYPE apiserver_request_total counter
-apiserver_request_total{code="201",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="POST",version="v1"} 12
-apiserver_request_total{code="201",component="apiserver",dry_run="All",group="apps",resource="deployments",scope="resource",subresource="",verb="POST",version="v1"} 3
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 1.5e+01
-workqueue_depth{controller="yurtappdaemon",name="yurtappdaemon"} 0
-process_open_fds 17
-weird{msg="a \"quoted\", value\\n"} 1
-broken{x="1" 2
-`
-	got := parseMetrics(text)
-	if len(got) != 6 {
-		t.Fatalf("want 6 samples, got %d: %+v", len(got), got)
-	}
-	if d := cmp.Diff(map[string]string{"msg": `a "quoted", value\n`}, got[5].labels); d != "" {
-		t.Errorf("escaped label (-want +got):\n%s", d)
-	}
-	if v := sumSamples(got, "apiserver_request_total", map[string]string{"resource": "deployments", "dry_run": ""}); v != 27 {
-		t.Errorf("sum of non-dry-run deployment requests = %v, want 27", v)
-	}
-	if v := sumSamples(got, "process_open_fds", nil); v != 17 {
-		t.Errorf("unlabelled sample = %v, want 17", v)
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	var d []time.Duration
-	for i := 1; i <= 20; i++ {
-		d = append(d, time.Duration(i)*time.Millisecond)
-	}
-	for p, want := range map[int]time.Duration{50: 10 * time.Millisecond, 99: 20 * time.Millisecond, 95: 19 * time.Millisecond, 0: time.Millisecond} {
-		if got := percentile(d, p); got != want {
-			t.Errorf("p%d = %s, want %s", p, got, want)
-		}
-	}
-	if got := percentile(nil, 50); got != 0 {
-		t.Errorf("empty: %s", got)
-	}
-}
 
 func TestWriteCounts(t *testing.T) {
 	got := writeCounts(map[string]float64{"PATCH nodepools": 0, "APPLY deployments": 2, "PUT deployments/status": 1})
@@ -59,13 +17,13 @@ func TestWriteCounts(t *testing.T) {
 }
 
 func TestManagerBreakdown(t *testing.T) {
-	before := parseMetrics(`drover_yurtappdaemon_pool_provision_seconds_sum{kind="YurtAppDaemon"} 1
+	before := measure.Parse(`drover_yurtappdaemon_pool_provision_seconds_sum{kind="YurtAppDaemon"} 1
 drover_yurtappdaemon_pool_provision_seconds_count{kind="YurtAppDaemon"} 10
 controller_runtime_reconcile_time_seconds_sum{controller="yurtappdaemon"} 2
 controller_runtime_reconcile_time_seconds_count{controller="yurtappdaemon"} 20
 controller_runtime_reconcile_time_seconds_count{controller="nodepool"} 99
 `)
-	after := parseMetrics(`drover_yurtappdaemon_pool_provision_seconds_sum{kind="YurtAppDaemon"} 3
+	after := measure.Parse(`drover_yurtappdaemon_pool_provision_seconds_sum{kind="YurtAppDaemon"} 3
 drover_yurtappdaemon_pool_provision_seconds_count{kind="YurtAppDaemon"} 20
 controller_runtime_reconcile_time_seconds_sum{controller="yurtappdaemon"} 6
 controller_runtime_reconcile_time_seconds_count{controller="yurtappdaemon"} 40

@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/drover-dev/drover/internal/localcluster"
+)
+
+// fuzzConfig is the size and pace of one admission fuzz run.
+type fuzzConfig struct {
+	seed     uint64
+	requests int
+	// rate bounds every request of the fuzz (GETs and nudges too), per second.
+	rate float32
+	// validShare of the creates go unmutated; updateShare of the requests update an admitted object.
+	validShare, updateShare float64
+	// requestBudget bounds the request phase; settleLimit the wait for the controllers to go quiet;
+	// observe is the length of each of the two rounds of the error-loop check.
+	requestBudget, settleLimit, observe time.Duration
+}
+
+// fuzzConfigFromEnv reads DROVER_FUZZ_SEED (default: the time) and DROVER_FUZZ_REQUESTS (default 400, the
+// size that runs in `make test`; `make fuzz-admission` asks for 4,000).
+func fuzzConfigFromEnv() fuzzConfig {
+	cfg := fuzzConfig{
+		seed: uint64(time.Now().UnixNano()), requests: 400, rate: 40, validShare: 0.2, updateShare: 0.35,
+		settleLimit: 30 * time.Second, observe: 10 * time.Second,
+	}
+	if v := os.Getenv("DROVER_FUZZ_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		Expect(err).NotTo(HaveOccurred(), "DROVER_FUZZ_SEED")
+		cfg.seed = seed
+	}
+	if v := os.Getenv("DROVER_FUZZ_REQUESTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		Expect(err).NotTo(HaveOccurred(), "DROVER_FUZZ_REQUESTS")
+		Expect(n).To(BeNumerically(">", 0), "DROVER_FUZZ_REQUESTS")
+		cfg.requests = n
+	}
+	// Twice the time the rate allows, and a minute for slow answers.
+	cfg.requestBudget = time.Duration(float64(cfg.requests)/float64(cfg.rate)*2*float64(time.Second)) + time.Minute
+	return cfg
+}
+
+// The admission fuzz sends random and mutated objects of every served kind (NodePool, YurtAppDaemon,
+// UnitedDaemonSet, TApp) as CREATE and UPDATE requests through the local cluster's kube-apiserver, and
+// checks:
+//
+//   - no answer is a 5xx, and every request is answered within the client's 15 s deadline;
+//   - every denial by one of drover's webhooks is a 422 (StatusReasonInvalid) with at least one cause that
+//     carries a field path (no drover webhook answers 400); an unmutated seed and a valid edit of an
+//     admitted object are admitted, and an object a mutation made certainly invalid is not;
+//   - the 99th percentile of the client-side latency of the requests is under 1 s;
+//   - the manager does not panic (its log since the start names no panic; its panic counters stay) and runs
+//     as the same process throughout (no exit, no restart);
+//   - the admitted objects do not put a controller into an error loop. Criterion: once the controllers are
+//     quiet (no queued or running reconcile three seconds in a row, at most 30 s), two rounds run; each
+//     nudges every admitted object (a change its controller's event filter lets through, which makes the
+//     controller reconcile it whatever its retry backoff) and then watches for 10 s. A controller whose
+//     controller_runtime_reconcile_errors_total grows in both rounds fails on some admitted object each
+//     time it looks at it: that is an error loop, and the failure names the objects of the
+//     "Reconciler error" lines of the manager's log. An error in one round only is reported, not failed.
+//
+// The seed is printed; DROVER_FUZZ_SEED reproduces a run (the same requests, as long as the cluster gives
+// the same answers, which decide the objects later requests update). The figures are printed and written
+// to .local/fuzz/admission.json.
+var _ = Describe("Admission fuzz", func() {
+	It("answers every mutated object with 2xx or a 4xx, drover's denials as 422 with field paths, and admits nothing its controllers fail on", func() {
+		cfg := fuzzConfigFromEnv()
+		GinkgoWriter.Printf("admission fuzz: seed %d, %d requests (DROVER_FUZZ_SEED, DROVER_FUZZ_REQUESTS)\n", cfg.seed, cfg.requests)
+		began := time.Now()
+		run := newFuzzRun(cfg)
+		watch := watchManager(run.namespaces[0])
+		first := watch.sample()
+		errorsBefore, panicsBefore := reconcileErrors(first), panics(first)
+
+		By(fmt.Sprintf("sending %d requests", cfg.requests))
+		run.sendAll()
+
+		By("waiting for the controllers to go quiet, then checking for error loops")
+		rf := &run.figures.ReconcileErrors
+		took, quiet := watch.waitQuiet(cfg.settleLimit)
+		rf.SettledInS, rf.Settled = took.Round(time.Second).Seconds(), quiet
+		rf.DuringRun = subtract(reconcileErrors(watch.sample()), errorsBefore)
+		roundsStart := fileSize(cluster.ManagerLog())
+		for round := 1; round <= 2; round++ {
+			before := reconcileErrors(watch.sample())
+			run.nudgeAll(round)
+			Consistently(cluster.Err).WithTimeout(cfg.observe).WithPolling(time.Second).Should(Succeed())
+			rf.Rounds = append(rf.Rounds, subtract(reconcileErrors(watch.sample()), before))
+		}
+		run.explainErrors(erroringObjects(roundsStart))
+		run.figures.Panics = panics(watch.sample()) - panicsBefore
+
+		run.figures.finish(began)
+		report(run.figures)
+		problems := append(watch.expectAlive(), run.problems(cfg)...)
+		Expect(problems).To(BeEmpty(), "admission fuzz, seed %d (DROVER_FUZZ_SEED=%d reproduces it):\n  - %s\n\n%s",
+			cfg.seed, cfg.seed, strings.Join(problems, "\n  - "), run.figures.summary())
+	})
+})
+
+// report prints the figures (to standard output, so that `make test` shows them for a passing run too) and
+// writes them to .local/fuzz/admission.json.
+func report(f *fuzzFigures) {
+	root, err := localcluster.FindRepoRoot("")
+	Expect(err).NotTo(HaveOccurred())
+	file := filepath.Join(root, ".local", "fuzz", "admission.json")
+	Expect(f.write(file)).To(Succeed())
+	fmt.Fprintf(os.Stdout, "%s  figures: %s\n", f.summary(), file)
+}
+
+// problems lists what the figures show wrong: the failure classes, error loops, panics, slow answers.
+func (r *fuzzRun) problems(cfg fuzzConfig) []string {
+	f := r.figures
+	var out []string
+	for _, class := range sortedKeys(f.Failures) {
+		out = append(out, fmt.Sprintf("%s: %d request(s)", class, f.Failures[class].Count))
+	}
+	if f.Requests < cfg.requests {
+		out = append(out, fmt.Sprintf("only %d of %d requests within the budget of %s", f.Requests, cfg.requests, cfg.requestBudget))
+	}
+	if f.LatencyMS.P99 >= 1000 {
+		out = append(out, fmt.Sprintf("latency p99 %.0f ms, not under 1 s", f.LatencyMS.P99))
+	}
+	if f.Panics > 0 {
+		out = append(out, fmt.Sprintf("%v panic(s) recovered by the manager", f.Panics))
+	}
+	rf := f.ReconcileErrors
+	for _, c := range sortedKeys(rf.Rounds[0]) {
+		if rf.Rounds[0][c] == 0 || rf.Rounds[1][c] == 0 {
+			continue
+		}
+		var objs []string
+		for i, e := range rf.erroring {
+			if e.Controller == c && len(objs) < 3 {
+				objs = append(objs, rf.Objects[i])
+			}
+		}
+		out = append(out, fmt.Sprintf("error loop: controller %s failed %v and %v times in the two rounds, on:\n      %s",
+			c, rf.Rounds[0][c], rf.Rounds[1][c], strings.Join(objs, "\n      ")))
+	}
+	return out
+}
+
+func head[T any](s []T, n int) []T { return s[:min(n, len(s))] }
