@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -84,7 +88,7 @@ func dryRunCreate(ctx context.Context, w client.Writer, obj client.Object, check
 		if !checkDropped {
 			return &dryRunResult{}, nil
 		}
-		return &dryRunResult{causes: droppedFieldCauses(obj, sent)}, nil
+		return &dryRunResult{causes: append(applyCauses(obj), droppedFieldCauses(obj, sent)...)}, nil
 	case apierrors.IsInvalid(err) && errors.As(err, &apiStatus):
 		status := apiStatus.Status()
 		return &dryRunResult{causes: statusCauses(&status)}, nil
@@ -110,6 +114,36 @@ func kindName(obj runtime.Object) string {
 func dryRunWarnings(what, creates string, err error) admission.Warnings {
 	return admission.Warnings{fmt.Sprintf(
 		"%s not checked by Kubernetes (%v); the controller reports any error when it creates %s", what, err, creates)}
+}
+
+// applyTypeConverter holds the server-side apply schema of Kubernetes' own kinds, as client-go embeds it;
+// parsing it is expensive, so it is built on first use.
+var applyTypeConverter = sync.OnceValue(func() managedfields.TypeConverter {
+	return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+})
+
+// applyCauses checks that server-side apply can hold obj, which the API server's create does not: a list
+// keyed for apply (containers by name, ports by port and protocol, env by name, ...) with two entries of the
+// same key is created with only a warning, but every apply of it then fails. One cause per problem, at the
+// field path the apply schema names (a keyed list element shown as [key="value"]).
+func applyCauses(obj client.Object) []metav1.StatusCause {
+	_, err := applyTypeConverter().ObjectToTyped(obj)
+	if err == nil {
+		return nil
+	}
+	var causes []metav1.StatusCause
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "errors:"))
+		if line == "" {
+			continue
+		}
+		c := metav1.StatusCause{Type: metav1.CauseType(field.ErrorTypeInvalid), Message: line}
+		if path, msg, ok := strings.Cut(line, ": "); ok && strings.HasPrefix(path, ".") && !strings.Contains(path, " ") {
+			c.Field, c.Message = strings.TrimPrefix(path, "."), msg+" (server-side apply, which the controller uses, refuses it)"
+		}
+		causes = append(causes, c)
+	}
+	return causes
 }
 
 // droppedFieldMessage is the detail of a field the API server dropped from an accepted object.
