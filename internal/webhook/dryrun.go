@@ -127,6 +127,18 @@ var applyTypeConverter = sync.OnceValue(func() managedfields.TypeConverter {
 // same key is created with only a warning, but every apply of it then fails. One cause per problem, at the
 // field path the apply schema names (a keyed list element shown as [key="value"]).
 func applyCauses(obj client.Object) []metav1.StatusCause {
+	if obj.GetObjectKind().GroupVersionKind().Empty() { // a typed object: its kind comes from the scheme
+		gvks, _, err := clientgoscheme.Scheme.ObjectKinds(obj)
+		if err != nil || len(gvks) == 0 {
+			return nil // not a Kubernetes kind: nothing to check it against
+		}
+		copied, ok := obj.DeepCopyObject().(client.Object)
+		if !ok {
+			return nil
+		}
+		copied.GetObjectKind().SetGroupVersionKind(gvks[0])
+		obj = copied
+	}
 	_, err := applyTypeConverter().ObjectToTyped(obj)
 	if err == nil {
 		return nil

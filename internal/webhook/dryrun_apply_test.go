@@ -33,3 +33,14 @@ func TestApplyCauses(t *testing.T) {
 		t.Errorf("cause = %+v, want the duplicate ports at spec.template.spec.containers[name=\"nginx\"].ports", c)
 	}
 }
+
+// TestApplyCausesTypedWithoutKind checks that a typed object without apiVersion and kind is checked as its kind.
+func TestApplyCausesTypedWithoutKind(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}, {Name: "a"}}}}
+	if causes := applyCauses(pod); len(causes) != 1 || !strings.HasPrefix(causes[0].Field, "spec.containers") {
+		t.Errorf("causes = %v, want one at spec.containers", causes)
+	}
+	if causes := applyCauses(&corev1.Pod{}); len(causes) != 0 {
+		t.Errorf("causes = %v, want none", causes)
+	}
+}
