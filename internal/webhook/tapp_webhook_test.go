@@ -321,13 +321,7 @@ func TestTAppValidatingHandler(t *testing.T) {
 			a.Spec.UpdateStrategy.ForceUpdate.MaxUnavailable = new(intstr.FromString("5"))
 		}))
 		resp := validating.Handle(ctx, tappRequest(admissionv1.Create, bad, nil))
-		if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity {
-			t.Fatalf("response = %v, want a 422 denial", resp.Result)
-		}
-		var fields []string
-		for _, c := range resp.Result.Details.Causes {
-			fields = append(fields, c.Field)
-		}
+		fields := deniedFields(t, resp)
 		if diff := cmp.Diff([]string{"spec.templates[3]", "spec.updateStrategy.forceUpdate.maxUnavailable"}, fields); diff != "" {
 			t.Errorf("causes (-want +got):\n%s", diff)
 		}
@@ -354,16 +348,23 @@ func TestTAppValidatingHandler(t *testing.T) {
 			"spec":{"replicas":1.5,"template":{"spec":{"containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"abc"}}}]}}},
 			"status":"x"}`)
 		resp := validating.Handle(ctx, tappRequest(admissionv1.Create, raw, nil))
-		if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity {
-			t.Fatalf("response = %v, want a 422 denial", resp.Result)
-		}
-		var fields []string
-		for _, c := range resp.Result.Details.Causes {
-			fields = append(fields, c.Field)
-		}
+		fields := deniedFields(t, resp)
 		want := []string{"spec.replicas", "spec.template.spec.containers[0].resources.requests[cpu]"}
 		if diff := cmp.Diff(want, fields); diff != "" {
 			t.Errorf("causes (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// deniedFields checks that resp is a 422 denial and returns the field paths of its causes.
+func deniedFields(t *testing.T, resp admission.Response) []string {
+	t.Helper()
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusUnprocessableEntity || resp.Result.Details == nil {
+		t.Fatalf("response = %v, want a 422 denial with causes", resp.Result)
+	}
+	var fields []string
+	for _, c := range resp.Result.Details.Causes {
+		fields = append(fields, c.Field)
+	}
+	return fields
 }

@@ -154,6 +154,11 @@ func reconcileTotal(controllerName string) float64 {
 
 // controllerCounter sums a controller-runtime counter over the series of one controller.
 func controllerCounter(metric, controllerName string) float64 {
+	return metricSum(metric, "controller", controllerName, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
+}
+
+// metricSum sums value over the series of metric in the manager's registry whose label has labelValue.
+func metricSum(metric, label, labelValue string, value func(*dto.Metric) float64) float64 {
 	families, err := metrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	var total float64
@@ -163,8 +168,8 @@ func controllerCounter(metric, controllerName string) float64 {
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controllerName {
-					total += m.GetCounter().GetValue()
+				if l.GetName() == label && l.GetValue() == labelValue {
+					total += value(m)
 				}
 			}
 		}

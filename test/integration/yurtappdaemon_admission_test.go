@@ -8,12 +8,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	"github.com/drover-dev/drover/internal/testutil"
@@ -39,22 +39,8 @@ const (
 
 // webhookSeconds returns the time drover's webhook server spent so far on the requests to path.
 func webhookSeconds(path string) float64 {
-	families, err := metrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	var total float64
-	for _, mf := range families {
-		if mf.GetName() != "controller_runtime_webhook_latency_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "webhook" && l.GetValue() == path {
-					total += m.GetHistogram().GetSampleSum()
-				}
-			}
-		}
-	}
-	return total
+	return metricSum("controller_runtime_webhook_latency_seconds", "webhook", path,
+		func(m *dto.Metric) float64 { return m.GetHistogram().GetSampleSum() })
 }
 
 var _ = Describe("Admission of the largest YurtAppDaemon", func() {

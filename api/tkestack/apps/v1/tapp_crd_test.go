@@ -1,7 +1,6 @@
 package v1_test
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,24 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/testutil"
 )
 
 const crdFile = "../../../../config/crd/bases/apps.tkestack.io_tapps.yaml"
 
 func loadCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	data, err := os.ReadFile(filepath.FromSlash(crdFile))
-	if err != nil {
-		t.Fatalf("reading the CRD (run `make manifests`): %v", err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		t.Fatalf("decoding the CRD: %v", err)
-	}
-	return crd
+	return testutil.LoadCRD(t, filepath.FromSlash(crdFile))
 }
 
 func specProps(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) map[string]apiextensionsv1.JSONSchemaProps {
