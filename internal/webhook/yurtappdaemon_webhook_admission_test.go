@@ -334,12 +334,7 @@ func checkDryRunChild(t *testing.T, obj *unstructured.Unstructured, opts []clien
 }
 
 func TestOwnerValidatorDryRunAppliesOneTweakPerRun(t *testing.T) {
-	spec := with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
-		s.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{
-			{Pools: []string{"east"}, Tweaks: openyurtv1alpha1.Tweaks{ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "dns", TargetImage: "a:1"}}}},
-			{Pools: []string{"west"}, Tweaks: openyurtv1alpha1.Tweaks{ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "dns", TargetImage: "b:1"}}}},
-		}
-	})
+	spec := twoImageTweaks()
 	forEachKind(t, func(t *testing.T, k ownerKind) {
 		d := &dryRuns[*unstructured.Unstructured]{}
 		if _, err := k.validate(context.Background(), nil, d.client(), nil, k.owner("dns", spec)); err != nil {
@@ -571,5 +566,15 @@ func TestOwnerWebhookHandlers(t *testing.T) {
 				t.Errorf("delete denied: %v", resp.Result)
 			}
 		})
+	})
+}
+
+// twoImageTweaks is a Deployment spec with two tweaks setting images: a:1 for pool east, b:1 for pool west.
+func twoImageTweaks() *openyurtv1alpha1.YurtAppDaemonSpec {
+	return with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
+		s.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{
+			{Pools: []string{"east"}, Tweaks: openyurtv1alpha1.Tweaks{ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "dns", TargetImage: "a:1"}}}},
+			{Pools: []string{"west"}, Tweaks: openyurtv1alpha1.Tweaks{ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "dns", TargetImage: "b:1"}}}},
+		}
 	})
 }

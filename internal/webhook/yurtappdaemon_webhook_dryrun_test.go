@@ -109,12 +109,7 @@ func TestOwnerValidatorReportsDroppedFields(t *testing.T) {
 // TestOwnerValidatorDryRunOrderIsDeterministic: the tweak runs go concurrently, and the errors keep the
 // order of the tweaks whichever answer comes first.
 func TestOwnerValidatorDryRunOrderIsDeterministic(t *testing.T) {
-	spec := with(deploymentSpec(), func(s *openyurtv1alpha1.YurtAppDaemonSpec) {
-		s.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{
-			{Pools: []string{"east"}, Tweaks: openyurtv1alpha1.Tweaks{ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "dns", TargetImage: "a:1"}}}},
-			{Pools: []string{"west"}, Tweaks: openyurtv1alpha1.Tweaks{ContainerImages: []openyurtv1alpha1.ContainerImage{{Name: "dns", TargetImage: "b:1"}}}},
-		}
-	})
+	spec := twoImageTweaks()
 	forEachKind(t, func(t *testing.T, k ownerKind) {
 		bAnswered := make(chan struct{})
 		d := &dryRuns[*unstructured.Unstructured]{respond: func(u *unstructured.Unstructured) error {
