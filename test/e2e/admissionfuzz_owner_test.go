@@ -100,12 +100,17 @@ func mutTweak(field string, values ...any) func(g *fuzzGen, o jsonObj) (change, 
 	}
 }
 
-// appendTweak appends tweak to spec.workloadTweaks and describes the change by the field set to v.
+// appendTweak appends tweak to spec.workloadTweaks and describes the change by the field set to v: pools of
+// the tweak itself, any other field of its tweaks member.
 func appendTweak(o jsonObj, tweak jsonObj, field string, v any, invalid bool) change {
 	tweaks, _ := getPath(o, tweaksPath)
 	l, _ := tweaks.([]any)
 	ensureObj(o, "spec")["workloadTweaks"] = append(l, tweak)
-	return describe("tweak", tweaksPath.child(len(l)).child(field), v, invalid)
+	at := tweaksPath.child(len(l))
+	if field != "pools" {
+		at = at.child("tweaks")
+	}
+	return describe("tweak", at.child(field), v, invalid)
 }
 
 // Tweak patch pointers and operations: valid ones, pointers the webhook protects or cannot resolve, and
