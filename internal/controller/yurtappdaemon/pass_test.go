@@ -36,9 +36,14 @@ func TestCreatesRunInSlowStartBatches(t *testing.T) {
 		running++
 		peak = max(peak, running)
 		firstSaw = append(firstSaw, running)
-		mu.Unlock()
-		time.Sleep(30 * time.Millisecond) // long enough for the calls of one batch to overlap
-		mu.Lock()
+		// Stay in flight until the cap has been reached once, or a batch smaller than the cap has had ample time to
+		// start all its calls: the overlap does not depend on how busy the machine is.
+		for deadline := time.Now().Add(time.Second); peak < 4 && time.Now().Before(deadline); {
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			peak = max(peak, running)
+		}
 		running--
 		mu.Unlock()
 		return c.Create(ctx, obj, opts...)
