@@ -71,7 +71,7 @@ func TestCRDBounds(t *testing.T) {
 	type bounds struct {
 		MaxItems, MaxLength, MaxProperties *int64
 	}
-	n := func(v int64) *int64 { return ptr.To(v) }
+	n := ptr.To[int64]
 	want := map[string]bounds{
 		"spec.targetRef.apiVersion":                                        {MaxLength: n(kruisev1alpha1.MaxKeyLength)},
 		"spec.targetRef.kind":                                              {MaxLength: n(63)},
