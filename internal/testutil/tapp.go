@@ -201,3 +201,24 @@ func (w *TAppWrapper) Mutate(f func(*tkestackv1.TApp)) *TAppWrapper {
 	f(&w.TApp)
 	return w
 }
+
+// The TApp of the TApp unit tests (the controller's and its core's): web in namespace ns, UID tapp-uid,
+// generation 1, pods labelled app=web with one container named nginx.
+const (
+	WebTAppUID  = types.UID("tapp-uid")
+	WebTAppName = "web"
+	WebTAppNS   = "ns"
+)
+
+// WebTemplate returns the pod template of the web TApp with the container's image.
+func WebTemplate(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: image}}},
+	}
+}
+
+// MakeWebTApp starts the web TApp with replicas instances of WebTemplate(image).
+func MakeWebTApp(replicas int32, image string) *TAppWrapper {
+	return MakeTApp(WebTAppName, WebTAppNS).UID(WebTAppUID).Generation(1).Replicas(replicas).Template(WebTemplate(image))
+}

@@ -12,8 +12,7 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// The controller's tests share the names, images and clock of the core's tests (core/fixture_test.go); test
-// files cannot be shared between packages, so the few helpers both need are repeated here.
+// The controller's tests use the web TApp of testutil and the images and clock of the core's tests.
 
 var (
 	t0  = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -21,26 +20,17 @@ var (
 )
 
 const (
-	testUID  = types.UID("tapp-uid")
-	testName = "web"
-	testNS   = "ns"
+	testUID  = testutil.WebTAppUID
+	testName = testutil.WebTAppName
+	testNS   = testutil.WebTAppNS
 	oldImage = "nginx:1.7.9"
 	newImage = "nginx:1.8"
 )
 
-// tplWith returns a pod template labelled app=web with one nginx container of the image.
-func tplWith(image string) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: image}}},
-	}
-}
+// tplWith returns the web template with the image; newApp the web TApp of oldImage (testutil.MakeWebTApp).
+var tplWith = testutil.WebTemplate
 
-// newApp starts the standard TApp of these tests: web in ns, generation 1, selector app=web, one nginx
-// container of oldImage.
-func newApp(replicas int32) *testutil.TAppWrapper {
-	return testutil.MakeTApp(testName, testNS).UID(testUID).Generation(1).Replicas(replicas).Template(tplWith(oldImage))
-}
+func newApp(replicas int32) *testutil.TAppWrapper { return testutil.MakeWebTApp(replicas, oldImage) }
 
 // runningPod returns the pod core.NewPod builds for id from the pass's resolved template, Running, Ready and
 // with gate True since t0, its container reporting the spec image.

@@ -20,28 +20,19 @@ var (
 )
 
 const (
-	testUID   = types.UID("tapp-uid")
-	testName  = "web"
-	testNS    = "ns"
+	testUID   = testutil.WebTAppUID
+	testName  = testutil.WebTAppName
+	testNS    = testutil.WebTAppNS
 	oldImage  = "nginx:1.7.9"
 	newImage  = "nginx:1.8"
 	oldDigest = "docker.io/library/nginx@sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	newDigest = "docker.io/library/nginx@sha256:2222222222222222222222222222222222222222222222222222222222222222"
 )
 
-// tplWith returns a pod template labelled app=web with one nginx container of the image.
-func tplWith(image string) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: image}}},
-	}
-}
+// tplWith returns the web template with the image; newApp the web TApp of oldImage (testutil.MakeWebTApp).
+var tplWith = testutil.WebTemplate
 
-// newApp starts the standard TApp of these tests: web in ns, generation 1, selector app=web, one nginx
-// container of oldImage.
-func newApp(replicas int32) *testutil.TAppWrapper {
-	return testutil.MakeTApp(testName, testNS).UID(testUID).Generation(1).Replicas(replicas).Template(tplWith(oldImage))
-}
+func newApp(replicas int32) *testutil.TAppWrapper { return testutil.MakeWebTApp(replicas, oldImage) }
 
 // passOf returns the pass of the TApp built so far (deletePodAfterAppFinish defaulting to true).
 func passOf(w *testutil.TAppWrapper) *Pass {
