@@ -88,13 +88,7 @@ func TestCreatedFieldsMoveToApply(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		handOvers := 0
 		refresh := interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if err := c.Create(ctx, obj, opts...); err != nil {
-					return err
-				}
-				// The API server answers a create with the stored object, managedFields included.
-				return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-			},
+			Create: createReturnsStored,
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 				if kindOf(obj) == "Deployment" && patch.Type() == types.JSONPatchType {
 					handOvers++
@@ -134,12 +128,7 @@ func TestManagedFieldsUpgradeRetriesLostRace(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		conflicts := 0
 		funcs := interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if err := c.Create(ctx, obj, opts...); err != nil {
-					return err
-				}
-				return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-			},
+			Create: createReturnsStored,
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 				if patch.Type() == types.JSONPatchType && conflicts == 0 {
 					conflicts++
@@ -210,12 +199,7 @@ func TestFailedHandOverIsRedoneByTheNextApply(t *testing.T) {
 	forEachKind(t, func(t *testing.T, k kindCase) {
 		failHandOver, handOvers := true, 0
 		funcs := interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				if err := c.Create(ctx, obj, opts...); err != nil {
-					return err
-				}
-				return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-			},
+			Create: createReturnsStored,
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 				if patch.Type() == types.JSONPatchType {
 					handOvers++
@@ -357,4 +341,13 @@ func TestLoopGuardHoldsThroughAStaleView(t *testing.T) {
 			t.Errorf("mismatches counted again on a stale view: %v → %v", before, after)
 		}
 	})
+}
+
+// createReturnsStored creates obj and reads it back, as the API server answers a create with the stored
+// object, managedFields included.
+func createReturnsStored(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+	if err := c.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 }
