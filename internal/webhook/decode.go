@@ -6,10 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -79,7 +77,7 @@ var (
 )
 
 // locateDecodeErrors walks the JSON value v (decoded with UseNumber) beside the Go type t the way encoding/json
-// decodes it, and returns a field error for every value that cannot be decoded, at its field path. Fields the
+// decodes it (path is nil at the object's root: field.Path extends a nil path as a root), and returns a field error for every value that cannot be decoded, at its field path. Fields the
 // type does not have are ignored (the decoder ignores them too; the API server prunes them).
 func locateDecodeErrors(v any, t reflect.Type, path *field.Path) field.ErrorList {
 	if v == nil {
@@ -131,7 +129,7 @@ func structDecodeErrors(v any, t reflect.Type, path *field.Path) field.ErrorList
 			errs = append(errs, locateDecodeErrors(obj, f.Type, path)...)
 		case name != "":
 			if member, present := obj[name]; present {
-				errs = append(errs, locateDecodeErrors(member, f.Type, childPath(path, name))...)
+				errs = append(errs, locateDecodeErrors(member, f.Type, path.Child(name))...)
 			}
 		}
 	}
@@ -163,8 +161,8 @@ func mapDecodeErrors(v any, t reflect.Type, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.TypeInvalid(path, shortValue(v), "must be an object")}
 	}
 	var errs field.ErrorList
-	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		errs = append(errs, locateDecodeErrors(obj[k], t.Elem(), keyPath(path, k))...)
+	for _, k := range sortedKeys(obj) {
+		errs = append(errs, locateDecodeErrors(obj[k], t.Elem(), path.Key(k))...)
 	}
 	return errs
 }
@@ -186,7 +184,7 @@ func listDecodeErrors(v any, t reflect.Type, path *field.Path) field.ErrorList {
 	}
 	var errs field.ErrorList
 	for i, e := range list {
-		errs = append(errs, locateDecodeErrors(e, t.Elem(), indexPath(path, i))...)
+		errs = append(errs, locateDecodeErrors(e, t.Elem(), path.Index(i))...)
 	}
 	return errs
 }
@@ -297,26 +295,4 @@ func shortValue(v any) any {
 	default: // objects and lists
 		return field.OmitValueType{}
 	}
-}
-
-// childPath, keyPath and indexPath extend a field path that may still be nil (the object's root).
-func childPath(p *field.Path, name string) *field.Path {
-	if p == nil {
-		return field.NewPath(name)
-	}
-	return p.Child(name)
-}
-
-func keyPath(p *field.Path, key string) *field.Path {
-	if p == nil {
-		return field.NewPath("").Key(key)
-	}
-	return p.Key(key)
-}
-
-func indexPath(p *field.Path, i int) *field.Path {
-	if p == nil {
-		return field.NewPath("").Index(i)
-	}
-	return p.Index(i)
 }

@@ -3,8 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -86,7 +84,7 @@ func unknownFields(u map[string]any, into any, prefix string) admission.Warnings
 // (name, namespace, finalizers, ownerReferences, …), sorted.
 func ignoredMetadata(meta map[string]any, prefix string) admission.Warnings {
 	var warnings admission.Warnings
-	for _, k := range slices.Sorted(maps.Keys(meta)) {
+	for _, k := range sortedKeys(meta) {
 		if usedTemplateMetadata.Has(k) || isEmptyValue(meta[k]) {
 			continue
 		}
