@@ -212,4 +212,18 @@ var _ = Describe("Admission dry runs", func() {
 			Expect(k8sClient.Create(ctx, owner)).To(Succeed())
 		}
 	})
+
+	It("rejects a template server-side apply cannot hold: two entries of one key in a keyed list", func() {
+		ns := newNamespace()
+		for _, kind := range ownerKinds {
+			By(kind.name)
+			owner := withStatefulSet(kind.new("dup", ns), "db", &metav1.LabelSelector{})
+			container := &owner.DaemonSpec().WorkloadTemplate.StatefulSetTemplate.Spec.Template.Spec.Containers[0]
+			container.Ports = []corev1.ContainerPort{{ContainerPort: 80}, {ContainerPort: 80}}
+			err := k8sClient.Create(ctx, owner)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a create only warns about the duplicate, the webhook must refuse it; got %v", err)
+			Expect(causeFields(err)).To(ConsistOf(fmt.Sprintf(
+				"spec.workloadTemplate.statefulSetTemplate.spec.template.spec.containers[name=%q].ports", container.Name)))
+		}
+	})
 })
