@@ -337,8 +337,13 @@ func TestOwnerValidatorDryRunAppliesOneTweakPerRun(t *testing.T) {
 	spec := twoImageTweaks()
 	forEachKind(t, func(t *testing.T, k ownerKind) {
 		d := &dryRuns[*unstructured.Unstructured]{}
-		if _, err := k.validate(context.Background(), nil, d.client(), nil, k.owner("dns", spec)); err != nil {
+		owner := k.owner("dns", spec)
+		before := owner.DeepCopyObject()
+		if _, err := k.validate(context.Background(), nil, d.client(), nil, owner); err != nil {
 			t.Fatalf("validate: %v", err)
+		}
+		if diff := cmp.Diff(before, owner.DeepCopyObject()); diff != "" {
+			t.Errorf("validation changed the admitted object (-before +after):\n%s", diff)
 		}
 		var images []string
 		for _, obj := range d.objs {

@@ -55,21 +55,23 @@ func (v OwnerValidator[T]) dryRunTemplate(ctx context.Context, obj, oldObj openy
 		return nil, nil
 	}
 
-	// The first child is the template as it renders, one more per tweak.
-	base := spec.DeepCopy()
+	// The first child is the template as it renders, one more per tweak. The specs rendered are shallow
+	// copies: Render copies what it takes from a spec and never changes it (the controller renders from the
+	// cache), so the largest owner is not copied once per tweak.
+	base := *spec
 	base.WorkloadTweaks = nil
-	child := v.renderDryRunChild(ctx, obj, base)
+	child := v.renderDryRunChild(ctx, obj, &base)
 	if child == nil {
 		return nil, nil // a render failure is the structural rules' to report
 	}
 	children := []client.Object{child}
 	var sent []int // the tweak of each child after the first
 	for _, i := range tweaks {
-		tweaked := spec.DeepCopy()
-		tweak := tweaked.WorkloadTweaks[i]
+		tweaked := *spec
+		tweak := spec.WorkloadTweaks[i]
 		tweak.Pools, tweak.NodePoolSelector = []string{dryRunPool}, nil
 		tweaked.WorkloadTweaks = []openyurtv1alpha1.WorkloadTweak{tweak}
-		if c := v.renderDryRunChild(ctx, obj, tweaked); c != nil {
+		if c := v.renderDryRunChild(ctx, obj, &tweaked); c != nil {
 			children = append(children, c)
 			sent = append(sent, i)
 		}
