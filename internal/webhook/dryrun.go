@@ -43,7 +43,7 @@ const (
 var dryRunExecutor = kit.Executor{Max: dryRunConcurrency, SlowStart: true}
 
 // dryRunResult is what one dry run found: the API server's Invalid causes, or for an accepted object the
-// causes checkDropped made of the fields it dropped. The causes' fields are relative to the object sent.
+// causes of what server-side apply could not hold and of the fields it dropped (with applied). The causes' fields are relative to the object sent.
 type dryRunResult struct {
 	causes []metav1.StatusCause
 }
@@ -51,12 +51,14 @@ type dryRunResult struct {
 // runDryRuns sends every object as a dry-run create, all within one dryRunBudget, and returns the result of
 // each in the order of objs. A result is nil for an object not sent (an earlier batch failed); err is the
 // first failure that is not Invalid, which the caller turns into a warning (dryRunWarnings). With
-// checkDropped, an accepted object is compared with what the API server returned (droppedFieldCauses).
-func runDryRuns(ctx context.Context, w client.Writer, objs []client.Object, checkDropped bool) ([]*dryRunResult, error) {
+// applied (the controller writes the object with server-side apply and compares it with its rendering), an
+// accepted object is checked against the apply schema (applyCauses) and compared with what the API server
+// returned (droppedFieldCauses).
+func runDryRuns(ctx context.Context, w client.Writer, objs []client.Object, applied bool) ([]*dryRunResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, dryRunBudget)
 	defer cancel()
 	attempts := kit.Run(ctx, dryRunExecutor, objs, func(ctx context.Context, obj client.Object) (*dryRunResult, error) {
-		return dryRunCreate(ctx, w, obj, checkDropped)
+		return dryRunCreate(ctx, w, obj, applied)
 	})
 	out := make([]*dryRunResult, len(objs))
 	var firstErr error
@@ -76,7 +78,7 @@ func runDryRuns(ctx context.Context, w client.Writer, objs []client.Object, chec
 
 // dryRunCreate sends a copy of obj as a dry-run create. An Invalid rejection gives the API server's causes;
 // any other failure is returned as an error.
-func dryRunCreate(ctx context.Context, w client.Writer, obj client.Object, checkDropped bool) (*dryRunResult, error) {
+func dryRunCreate(ctx context.Context, w client.Writer, obj client.Object, applied bool) (*dryRunResult, error) {
 	sent, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("copying the %s", kindName(obj))
@@ -85,7 +87,7 @@ func dryRunCreate(ctx context.Context, w client.Writer, obj client.Object, check
 	var apiStatus apierrors.APIStatus
 	switch {
 	case err == nil:
-		if !checkDropped {
+		if !applied {
 			return &dryRunResult{}, nil
 		}
 		return &dryRunResult{causes: append(applyCauses(obj), droppedFieldCauses(obj, sent)...)}, nil
