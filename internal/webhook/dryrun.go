@@ -43,7 +43,8 @@ const (
 var dryRunExecutor = kit.Executor{Max: dryRunConcurrency, SlowStart: true}
 
 // dryRunResult is what one dry run found: the API server's Invalid causes, or for an accepted object the
-// causes of what server-side apply could not hold and of the fields it dropped (with applied). The causes' fields are relative to the object sent.
+// causes of what server-side apply could not hold and of the fields it dropped (with applied). The causes'
+// fields are relative to the object sent.
 type dryRunResult struct {
 	causes []metav1.StatusCause
 }
