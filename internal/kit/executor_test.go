@@ -3,46 +3,15 @@ package kit
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/drover-dev/drover/internal/testutil"
 )
-
-// concurrencyProbe records how many calls are in flight. Each call waits until want calls have been in
-// flight at once, or at most 300 ms (a slow-start batch smaller than want), so a serial executor never
-// reaches want and the test fails.
-type concurrencyProbe struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	inflight int
-	peak     int
-	want     int
-}
-
-func newProbe(want int) *concurrencyProbe {
-	p := &concurrencyProbe{want: want}
-	p.cond = sync.NewCond(&p.mu)
-	return p
-}
-
-func (p *concurrencyProbe) call() {
-	p.mu.Lock()
-	p.inflight++
-	p.peak = max(p.peak, p.inflight)
-	p.cond.Broadcast()
-	deadline := time.Now().Add(300 * time.Millisecond)
-	for p.peak < p.want && time.Now().Before(deadline) {
-		// Wake up now and then to check the deadline.
-		go func() { time.Sleep(10 * time.Millisecond); p.cond.Broadcast() }()
-		p.cond.Wait()
-	}
-	p.inflight--
-	p.mu.Unlock()
-}
 
 func TestRunIsConcurrentAndBounded(t *testing.T) {
 	for name, e := range map[string]Executor{
@@ -50,14 +19,14 @@ func TestRunIsConcurrentAndBounded(t *testing.T) {
 		"slow start": {Max: 4, SlowStart: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := newProbe(4)
+			p := testutil.NewConcurrencyProbe(4, 300*time.Millisecond)
 			items := make([]int, 20)
 			got := Run(context.Background(), e, items, func(context.Context, int) (struct{}, error) {
-				p.call()
+				p.Call()
 				return struct{}{}, nil
 			})
-			if p.peak != 4 {
-				t.Errorf("peak concurrency = %d, want 4 (the cap, reached)", p.peak)
+			if p.Peak() != 4 {
+				t.Errorf("peak concurrency = %d, want 4 (the cap, reached)", p.Peak())
 			}
 			for i, a := range got {
 				if !a.Done || a.Err != nil {

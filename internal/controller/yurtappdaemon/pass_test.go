@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
+	"github.com/drover-dev/drover/internal/testutil"
 )
 
 // TestCreatesRunInSlowStartBatches: the creates of a pass run concurrently in batches of 1, 2, 4, … capped
@@ -25,27 +25,13 @@ import (
 // serial implementation never overlaps; an unbatched one starts with more than one.
 func TestCreatesRunInSlowStartBatches(t *testing.T) {
 	k := ownerKindCases[0]
-	var mu sync.Mutex
-	running, peak := 0, 0
-	var firstSaw []int // in-flight creates seen by each of the first two calls, at entry
+	// Each create stays in flight until the cap has been reached once (at most 1 s for the batches of 1 and 2).
+	probe := testutil.NewConcurrencyProbe(4, time.Second)
 	hooks := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 		if _, ok := obj.(*openyurtv1alpha1.YurtAppDaemon); ok {
 			return c.Create(ctx, obj, opts...)
 		}
-		mu.Lock()
-		running++
-		peak = max(peak, running)
-		firstSaw = append(firstSaw, running)
-		// Stay in flight until the cap has been reached once, or a batch smaller than the cap has had ample time to
-		// start all its calls: the overlap does not depend on how busy the machine is.
-		for deadline := time.Now().Add(time.Second); peak < 4 && time.Now().Before(deadline); {
-			mu.Unlock()
-			time.Sleep(time.Millisecond)
-			mu.Lock()
-			peak = max(peak, running)
-		}
-		running--
-		mu.Unlock()
+		probe.Call()
 		return c.Create(ctx, obj, opts...)
 	}}
 	objs := []client.Object{k.owner().Obj()}
@@ -57,14 +43,12 @@ func TestCreatesRunInSlowStartBatches(t *testing.T) {
 	if n := len(f.deployments()); n != 11 {
 		t.Fatalf("%d deployments, want 11", n)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if peak != 4 {
+	if peak := probe.Peak(); peak != 4 {
 		t.Errorf("peak concurrent creates %d, want the cap 4", peak)
 	}
-	// The first revision create is not a workload; the first workload create runs alone.
-	if firstSaw[1] != 1 {
-		t.Errorf("the first workload create ran with %d in flight, want alone", firstSaw[1])
+	// The first create is the revision's, not a workload; the first workload create runs alone.
+	if first := probe.InFlightAtEntry()[1]; first != 1 {
+		t.Errorf("the first workload create ran with %d in flight, want alone", first)
 	}
 }
 
