@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
@@ -33,4 +34,14 @@ func WithIndexes(b *fake.ClientBuilder, indexes []Index) *fake.ClientBuilder {
 		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
 	}
 	return b
+}
+
+// ControllerUIDValues is the extract function of an index by the UID of an object's controller
+// ownerReference: it returns that UID, or nothing for an object without a controller.
+func ControllerUIDValues(obj client.Object) []string {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.UID == "" {
+		return nil
+	}
+	return []string{string(ref.UID)}
 }

@@ -2,7 +2,6 @@ package yurtappdaemon
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
@@ -24,21 +23,12 @@ const IndexPoolName = "drover.dev/pool-name"
 // them to fake.ClientBuilder.WithIndex.
 func Indexes() []index.Index {
 	return []index.Index{
-		{Object: &appsv1.Deployment{}, Field: IndexControllerUID, Extract: controllerUIDValues},
-		{Object: &appsv1.StatefulSet{}, Field: IndexControllerUID, Extract: controllerUIDValues},
-		{Object: &appsv1.ControllerRevision{}, Field: IndexControllerUID, Extract: controllerUIDValues},
+		{Object: &appsv1.Deployment{}, Field: IndexControllerUID, Extract: index.ControllerUIDValues},
+		{Object: &appsv1.StatefulSet{}, Field: IndexControllerUID, Extract: index.ControllerUIDValues},
+		{Object: &appsv1.ControllerRevision{}, Field: IndexControllerUID, Extract: index.ControllerUIDValues},
 		{Object: &appsv1.Deployment{}, Field: IndexPoolName, Extract: poolNameValues},
 		{Object: &appsv1.StatefulSet{}, Field: IndexPoolName, Extract: poolNameValues},
 	}
-}
-
-// controllerUIDValues returns the UID of the object's controller ownerReference, if it has one.
-func controllerUIDValues(obj client.Object) []string {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil || ref.UID == "" {
-		return nil
-	}
-	return []string{string(ref.UID)}
 }
 
 // poolNameValues returns the object's pool-name label value, if it has one.
