@@ -118,7 +118,8 @@ func run() error {
 	shutdown := f.gracefulShutdownPeriod
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
-		Cache:                   controller.CacheOptions(),
+		Cache:                   controller.CacheOptions(registry, enabled),
+		Client:                  controller.ClientOptions(),
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  f.probeAddr,
 		PprofBindAddress:        f.pprofAddr,

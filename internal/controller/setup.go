@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/drover-dev/drover/internal/controller/nodepool"
+	"github.com/drover-dev/drover/internal/controller/persistentpodstate"
 	"github.com/drover-dev/drover/internal/controller/tapp"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 	"github.com/drover-dev/drover/internal/kit"
@@ -29,6 +30,7 @@ func Registry() []*kit.Controller {
 		[]*kit.Controller{nodepool.Controller()},
 		yurtappdaemon.Controllers(), // YurtAppDaemon and its earlier name, UnitedDaemonSet
 		[]*kit.Controller{tapp.Controller()},
+		[]*kit.Controller{persistentpodstate.Controller()},
 	)
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/drover-dev/drover/internal/index"
@@ -42,6 +43,19 @@ type Controller struct {
 	Setup func(ctx context.Context, mgr manager.Manager) error
 	// Webhooks registers the controller's admission webhooks with mgr's webhook server; nil for none.
 	Webhooks func(mgr manager.Manager) error
+	// Cache adjusts the manager's cache options for this controller before the manager is built (after the
+	// flags are parsed): what a type caches, or a type restricted to one object. nil for none.
+	Cache func(*cache.Options)
+}
+
+// CacheOptions applies the Cache adjustments of the enabled controllers, in order, to opts.
+func CacheOptions(opts cache.Options, controllers []*Controller, enabled sets.Set[string]) cache.Options {
+	for _, c := range controllers {
+		if c.Cache != nil && enabled.Has(c.Name) {
+			c.Cache(&opts)
+		}
+	}
+	return opts
 }
 
 // Names lists the names of controllers in order.

@@ -51,3 +51,30 @@ func kindOf(obj client.Object) string {
 	}
 	return t.Name()
 }
+
+// PatchStatus makes want the status of obj like WriteStatus, for a status that is a large map of which a
+// pass changes a few entries (a PersistentPodState records every pod of its workload): instead of the whole
+// status it sends a JSON merge patch of what differs (changed keys, removed keys as null), with obj's
+// resourceVersion as a precondition, so a newer status is never overwritten (a conflict instead).
+func PatchStatus[O client.Object, S any](ctx context.Context, c client.Client, obj O, status func(O) *S, want *S,
+	equal func(a, b *S) bool) (bool, error) {
+	if equal == nil {
+		equal = func(a, b *S) bool { return equality.Semantic.DeepEqual(a, b) }
+	}
+	if equal(status(obj), want) {
+		return false, nil
+	}
+	updated, ok := obj.DeepCopyObject().(O)
+	if !ok {
+		return false, fmt.Errorf("copying %s %s", kindOf(obj), client.ObjectKeyFromObject(obj))
+	}
+	*status(updated) = *want
+	patch := client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
+	if err := c.Status().Patch(ctx, updated, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("patching status of %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
+	}
+	return true, nil
+}

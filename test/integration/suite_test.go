@@ -75,9 +75,14 @@ var _ = BeforeSuite(func() {
 // startManager runs drover's controllers and webhooks the way cmd/drover-manager wires them.
 func startManager() {
 	wh := testEnv.WebhookInstallOptions
+	// The registry with its flags' defaults, but OpenYurt's 3 YurtAppDaemon workers (drover's default is 10).
+	registry := controller.Registry()
+	Expect(kit.SetFlag(registry, "yurtappdaemon-workers", "3")).To(Succeed())
+	enabled := sets.New(kit.Names(registry)...)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme.New(),
-		Cache:   controller.CacheOptions(),
+		Cache:   controller.CacheOptions(registry, enabled),
+		Client:  controller.ClientOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
@@ -89,10 +94,7 @@ func startManager() {
 
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	cancelMgr = cancel
-	// The registry with its flags' defaults, but OpenYurt's 3 YurtAppDaemon workers (drover's default is 10).
-	registry := controller.Registry()
-	Expect(kit.SetFlag(registry, "yurtappdaemon-workers", "3")).To(Succeed())
-	started, err := controller.Setup(ctx, mgr, registry, sets.New(kit.Names(registry)...), true)
+	started, err := controller.Setup(ctx, mgr, registry, enabled, true)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(started).To(ConsistOf("nodepool", "yurtappdaemon", "uniteddaemonset", "tapp"))
 
