@@ -142,7 +142,8 @@ func (o Options) complete(ctx context.Context) (Options, error) {
 		o.CRDDirs = []string{filepath.Join(root, "config", "crd", "bases")}
 	}
 	if o.RBACFiles == nil {
-		o.RBACFiles = []string{filepath.Join(root, "config", "rbac", "role.yaml")}
+		o.RBACFiles = []string{filepath.Join(root, "config", "rbac", "role.yaml"),
+			filepath.Join(root, "config", "rbac", "aggregated_role.yaml")}
 		if le := filepath.Join(root, "config", "rbac", "leader_election_role.yaml"); fileExists(le) {
 			o.RBACFiles = append(o.RBACFiles, le)
 		}

@@ -61,6 +61,16 @@ func ApplyDir(ctx context.Context, c client.Client, dir string) ([]string, error
 
 func applyObject(ctx context.Context, c client.Client, o *unstructured.Unstructured) error {
 	mapping, err := c.RESTMapper().RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+	// An object of a kind whose CRD was applied just before: the API server serves it once the CRD is
+	// established, in a second or so.
+	for deadline := time.Now().Add(30 * time.Second); meta.IsNoMatchError(err) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		mapping, err = c.RESTMapper().RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+	}
 	if err != nil {
 		return err
 	}
