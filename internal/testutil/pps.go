@@ -13,7 +13,9 @@ import (
 )
 
 // PPSWrapper builds a PersistentPodState.
-type PPSWrapper struct{ kruisev1alpha1.PersistentPodState }
+type PPSWrapper struct {
+	kruisev1alpha1.PersistentPodState
+}
 
 // MakePPS starts a PersistentPodState in ns targeting the native StatefulSet target.
 func MakePPS(name, ns, target string) *PPSWrapper {

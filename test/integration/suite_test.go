@@ -78,6 +78,9 @@ func startManager() {
 	// The registry with its flags' defaults, but OpenYurt's 3 YurtAppDaemon workers (drover's default is 10).
 	registry := controller.Registry()
 	Expect(kit.SetFlag(registry, "yurtappdaemon-workers", "3")).To(Succeed())
+	// PersistentPodState looks for late CRDs and waits for informers for seconds, not the default 30 and 10.
+	Expect(kit.SetFlag(registry, "pps-kind-retry-interval", "2s")).To(Succeed())
+	Expect(kit.SetFlag(registry, "pps-informer-sync-timeout", "3s")).To(Succeed())
 	enabled := sets.New(kit.Names(registry)...)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme.New(),
@@ -96,7 +99,7 @@ func startManager() {
 	cancelMgr = cancel
 	started, err := controller.Setup(ctx, mgr, registry, enabled, true)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(started).To(ConsistOf("nodepool", "yurtappdaemon", "uniteddaemonset", "tapp"))
+	Expect(started).To(ConsistOf("nodepool", "yurtappdaemon", "uniteddaemonset", "tapp", "persistentpodstate"))
 
 	mgrDone = make(chan error, 1)
 	go func() {

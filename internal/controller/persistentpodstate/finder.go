@@ -22,9 +22,9 @@ import (
 
 // The built-in target kinds.
 var (
-	statefulSetGK      = schema.GroupKind{Group: appsv1.GroupName, Kind: "StatefulSet"}
+	statefulSetGK       = schema.GroupKind{Group: appsv1.GroupName, Kind: "StatefulSet"}
 	kruiseStatefulSetGK = schema.GroupKind{Group: "apps.kruise.io", Kind: "StatefulSet"}
-	tappGK             = schema.GroupKind{Group: tkestackv1.GroupVersion.Group, Kind: "TApp"}
+	tappGK              = schema.GroupKind{Group: tkestackv1.GroupVersion.Group, Kind: "TApp"}
 )
 
 // Reasons of the TargetUnavailable condition: why the controller cannot read a PPS's target, in which case

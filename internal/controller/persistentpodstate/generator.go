@@ -38,7 +38,9 @@ type WorkloadKey struct {
 }
 
 // GroupKind returns the workload's group and kind.
-func (k WorkloadKey) GroupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
+func (k WorkloadKey) GroupKind() schema.GroupKind {
+	return schema.GroupKind{Group: k.Group, Kind: k.Kind}
+}
 
 // Generator creates, updates and deletes the PersistentPodState of a workload from the workload's
 // kruise.io annotations (docs/persistentpodstate.md, Generated from annotations). It touches only a PPS the

@@ -89,7 +89,8 @@ func ownerKeyOf(obj client.Object) (WorkloadKey, bool) {
 	return WorkloadKey{Group: gv.Group, Kind: ref.Kind, Namespace: obj.GetNamespace(), Name: ref.Name}, true
 }
 
-func (generatorPPSHandler) Create(context.Context, event.TypedCreateEvent[client.Object], workloadQueue) {}
+func (generatorPPSHandler) Create(context.Context, event.TypedCreateEvent[client.Object], workloadQueue) {
+}
 
 func (generatorPPSHandler) Update(_ context.Context, e event.TypedUpdateEvent[client.Object], q workloadQueue) {
 	oldPPS, ok1 := e.ObjectOld.(*kruisev1alpha1.PersistentPodState)

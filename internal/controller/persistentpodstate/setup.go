@@ -166,7 +166,9 @@ func (s *setup) run(ctx context.Context, mgr manager.Manager) error {
 			return genCtrl.Watch(source.TypedKind[client.Object, WorkloadKey](mgr.GetCache(), u, generatorWorkloadHandler{whitelist: wl}))
 		},
 	}
-	watcher.KindsChanged = func(ctx context.Context, changed sets.Set[schema.GroupKind]) { enqueueKinds(ctx, mgr.GetClient(), kinds, changed) }
+	watcher.KindsChanged = func(ctx context.Context, changed sets.Set[schema.GroupKind]) {
+		enqueueKinds(ctx, mgr.GetClient(), kinds, changed)
+	}
 	s.store.Subscribe(watcher.WhitelistChanged)
 	if err := mgr.Add(watcher); err != nil {
 		return fmt.Errorf("adding the workload watcher: %w", err)
