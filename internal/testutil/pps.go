@@ -1,12 +1,22 @@
 package testutil
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
@@ -250,4 +260,56 @@ func (w *StatefulSetWrapper) ResourceVersion(rv string) *StatefulSetWrapper {
 func (w *PodWrapper) ResourceVersion(rv string) *PodWrapper {
 	w.ObjectMeta.ResourceVersion = rv
 	return w
+}
+
+// CustomKindCRD returns the CRD of the sample custom workload kind (KVStore, in
+// config/samples/persistentpodstate-custom-kind.yaml under root), renamed to kind with plural plural when
+// kind is not KVStore, so that tests can make kinds of their own.
+func CustomKindCRD(root, kind, plural string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	raw, err := os.ReadFile(filepath.Join(root, "config", "samples", "persistentpodstate-custom-kind.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, errors.New("the custom-kind sample has no CustomResourceDefinition")
+			}
+			return nil, fmt.Errorf("decoding the custom-kind sample: %w", err)
+		}
+		if u.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+			return nil, err
+		}
+		if kind != crd.Spec.Names.Kind {
+			crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural}
+			crd.Name = plural + "." + crd.Spec.Group
+		}
+		return crd, nil
+	}
+}
+
+// MakeCustomWorkload returns an object of a custom kind of the sample's group (demo.drover.dev/v1alpha1)
+// with spec.size and the annotations asking for a generated PersistentPodState with the required keys and
+// persisted annotation keys given.
+func MakeCustomWorkload(ns, kind, name string, size int64, required, persisted string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"size": size}}}
+	u.SetAPIVersion("demo.drover.dev/v1alpha1")
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	ann := map[string]string{
+		kruisev1alpha1.AnnotationAutoGeneratePersistentPodState: "true",
+		kruisev1alpha1.AnnotationRequiredPersistentTopology:     required,
+	}
+	if persisted != "" {
+		ann[kruisev1alpha1.AnnotationPersistentPodAnnotations] = persisted
+	}
+	u.SetAnnotations(ann)
+	return u
 }

@@ -97,10 +97,11 @@ var _ = AfterEach(func() {
 })
 
 // managerArgs are the manager's extra flags: $DROVER_MANAGER_ARGS, or by default the debug log level, so that
-// the log of a failed run (its end is printed) shows every pass's plan (V(1)).
+// the log of a failed run (its end is printed) shows every pass's plan (V(1)), and PersistentPodState's
+// retries of unavailable targets and informer waits in seconds rather than the default 30 and 10.
 func managerArgs() []string {
 	if v, ok := os.LookupEnv("DROVER_MANAGER_ARGS"); ok {
 		return strings.Fields(v)
 	}
-	return []string{"--zap-log-level=debug"}
+	return []string{"--zap-log-level=debug", "--pps-kind-retry-interval=5s", "--pps-informer-sync-timeout=5s"}
 }
