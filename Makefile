@@ -49,6 +49,7 @@ manifests: tools-dev ## Generate CRDs, RBAC and webhook manifests under config/.
 		config/crd/bases/apps.tkestack.io_tapps.yaml
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/..." output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
+	go run ./hack/webhookpatch config/webhook/manifests.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt.

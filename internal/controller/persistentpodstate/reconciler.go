@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -133,8 +132,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 // nodeLabels reads a node's labels from the metadata-only Node cache.
 func (r *Reconciler) nodeLabels(ctx context.Context) func(string) (map[string]string, bool) {
 	return func(name string) (map[string]string, bool) {
-		node := &metav1.PartialObjectMetadata{}
-		node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+		node := ppsindex.NodeMetadata()
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 			return nil, false
 		}

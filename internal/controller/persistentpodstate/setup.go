@@ -14,7 +14,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -140,7 +139,7 @@ func (s *setup) run(ctx context.Context, mgr manager.Manager) error {
 	}
 	// Nodes are read metadata-only, by the controller and by the pod webhook on every replica: start that
 	// informer now rather than on the first admission.
-	if _, err := mgr.GetCache().GetInformer(ctx, nodeMetadata(), cache.BlockUntilSynced(false)); err != nil {
+	if _, err := mgr.GetCache().GetInformer(ctx, ppsindex.NodeMetadata(), cache.BlockUntilSynced(false)); err != nil {
 		return fmt.Errorf("watching node metadata: %w", err)
 	}
 	wl := s.store.Load
@@ -255,10 +254,4 @@ func (s *setup) webhooks(mgr manager.Manager) error {
 		SkipMissingNode:  s.opts.SkipMissingNode,
 		NodeCheckTimeout: time.Second,
 	})
-}
-
-func nodeMetadata() *metav1.PartialObjectMetadata {
-	n := &metav1.PartialObjectMetadata{}
-	n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-	return n
 }

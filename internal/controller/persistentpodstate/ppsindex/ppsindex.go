@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,4 +109,12 @@ func ControlledPods(ctx context.Context, r client.Reader, namespace string, uid 
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// NodeMetadata returns an empty Node to read as metadata only: PersistentPodState needs only node labels,
+// and caches Nodes that way (on every replica, for the pod webhook's node check).
+func NodeMetadata() *metav1.PartialObjectMetadata {
+	n := &metav1.PartialObjectMetadata{}
+	n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	return n
 }
