@@ -264,8 +264,9 @@ func (w *PodWrapper) ResourceVersion(rv string) *PodWrapper {
 
 // CustomKindCRD returns the CRD of the sample custom workload kind (KVStore, in
 // config/samples/persistentpodstate-custom-kind.yaml under root), renamed to kind with plural plural when
-// kind is not KVStore, so that tests can make kinds of their own.
-func CustomKindCRD(root, kind, plural string) (*apiextensionsv1.CustomResourceDefinition, error) {
+// kind is not KVStore, so that tests can make kinds of their own. It is unstructured: drover's scheme does
+// not know CRDs.
+func CustomKindCRD(root, kind, plural string) (*unstructured.Unstructured, error) {
 	raw, err := os.ReadFile(filepath.Join(root, "config", "samples", "persistentpodstate-custom-kind.yaml"))
 	if err != nil {
 		return nil, err
@@ -290,7 +291,14 @@ func CustomKindCRD(root, kind, plural string) (*apiextensionsv1.CustomResourceDe
 			crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural}
 			crd.Name = plural + "." + crd.Spec.Group
 		}
-		return crd, nil
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+		if err != nil {
+			return nil, err
+		}
+		out := &unstructured.Unstructured{Object: obj}
+		out.SetAPIVersion("apiextensions.k8s.io/v1")
+		out.SetKind("CustomResourceDefinition")
+		return out, nil
 	}
 }
 

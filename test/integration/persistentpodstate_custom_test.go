@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,20 +19,16 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-// sampleCRD returns the sample custom kind's CRD, renamed to kind when kind is not KVStore.
-func sampleCRD(kind, plural string) *apiextensionsv1.CustomResourceDefinition {
+// installCRD creates the sample custom kind's CRD, renamed to kind when kind is not KVStore, and waits until
+// its kind is served.
+func installCRD(ctx context.Context, kind, plural string) {
 	crd, err := testutil.CustomKindCRD(repoRoot(), kind, plural)
 	Expect(err).NotTo(HaveOccurred())
-	return crd
-}
-
-// installCRD creates crd and waits until its kind is served.
-func installCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) {
 	Expect(k8sClient.Create(ctx, crd)).To(Succeed())
 	Eventually(func() error {
 		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(crd.Spec.Group + "/" + crd.Spec.Versions[0].Name)
-		list.SetKind(crd.Spec.Names.ListKind)
+		list.SetAPIVersion("demo.drover.dev/v1alpha1")
+		list.SetKind(kind + "List")
 		return k8sClient.List(ctx, list)
 	}).Should(Succeed())
 }
@@ -70,7 +65,7 @@ var _ = Describe("PersistentPodState on custom workload kinds", Ordered, func() 
 		ppsNode(ctx, node, "zone-3")
 		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{
 			ObjectMeta: metav1.ObjectMeta{Name: persistentpodstate.DefaultManagerNamespace}}))).To(Succeed())
-		installCRD(ctx, sampleCRD("KVStore", "kvstores"))
+		installCRD(ctx, "KVStore", "kvstores")
 		store = customObject(ns, "KVStore", "cache", 2)
 		Expect(k8sClient.Create(ctx, store)).To(Succeed())
 	})
@@ -84,9 +79,10 @@ var _ = Describe("PersistentPodState on custom workload kinds", Ordered, func() 
 		err := k8sClient.Create(ctx, pps)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 		Expect(causeFields(err)).To(ConsistOf("spec.targetRef"))
-		Consistently(getPPS(ctx, ns, "cache"), "1s").Should(WithTransform(func(p *kruisev1alpha1.PersistentPodState) string {
-			return p.Name
-		}, BeEmpty()), "no PPS is generated for a kind that is not whitelisted")
+		Consistently(func() bool {
+			_, err := getPPS(ctx, ns, "cache")()
+			return apierrors.IsNotFound(err)
+		}, "1s").Should(BeTrue(), "no PPS is generated for a kind that is not whitelisted")
 	})
 
 	It("generates and fills the PPS once the kind is whitelisted, with no restart", func() {
@@ -116,7 +112,7 @@ var _ = Describe("PersistentPodState on custom workload kinds", Ordered, func() 
 		setWhitelist(ctx, `{"workloads":[`+
 			`{"Group":"demo.drover.dev","Version":"v1alpha1","Kind":"KVStore","replicasPath":"spec.size"},`+
 			`{"group":"demo.drover.dev","kind":"Ring","replicasPath":"spec.size"}]}`)
-		installCRD(ctx, sampleCRD("Ring", "rings"))
+		installCRD(ctx, "Ring", "rings")
 		ring := customObject(ns, "Ring", "ring", 1)
 		Expect(k8sClient.Create(ctx, ring)).To(Succeed())
 		Eventually(getPPS(ctx, ns, "ring"), "20s").Should(HaveField("Spec.TargetRef.Kind", "Ring"))
