@@ -88,7 +88,7 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 		}
 		return ctrl.Result{}, nil
 	case desired == nil && owned:
-		return ctrl.Result{}, g.delete(ctx, existing, &ev)
+		return lostRace(g.delete(ctx, existing, &ev))
 	case desired == nil:
 		return ctrl.Result{}, nil
 	}
@@ -98,15 +98,30 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if !found {
-		return ctrl.Result{}, g.create(ctx, desired, &ev)
+		return lostRace(g.create(ctx, desired, &ev))
 	}
-	return ctrl.Result{}, g.update(ctx, existing, desired, &ev)
+	return lostRace(g.update(ctx, existing, desired, &ev))
+}
+
+// errLostRace is a write that found the cache behind the API server (a PPS that exists already, a stale
+// resourceVersion): the pass is tried again shortly, without an error.
+var errLostRace = errors.New("lost a race with another writer")
+
+// lostRace turns a step's error into the pass's return: a lost race is retried after kit.ConflictBaseDelay.
+func lostRace(err error) (ctrl.Result, error) {
+	if errors.Is(err, errLostRace) {
+		return ctrl.Result{RequeueAfter: kit.ConflictBaseDelay}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 func (g *Generator) create(ctx context.Context, desired *kruisev1alpha1.PersistentPodState, ev *kit.Events) error {
 	if err := g.Client.Create(ctx, desired); err != nil {
-		if apierrors.IsAlreadyExists(err) || kit.Harmless(err) {
-			return nil // the cache shows it soon, and its event brings the workload back
+		if kit.Harmless(err) {
+			return nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			return errLostRace
 		}
 		return fmt.Errorf("creating PersistentPodState %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
@@ -122,7 +137,7 @@ func (g *Generator) update(ctx context.Context, existing, desired *kruisev1alpha
 	setManaged(updated, desired)
 	if err := g.Client.Update(ctx, updated); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return nil // a newer version or a deletion brings another event
+			return errLostRace
 		}
 		return fmt.Errorf("updating PersistentPodState %s/%s: %w", existing.Namespace, existing.Name, err)
 	}
@@ -134,8 +149,11 @@ func (g *Generator) delete(ctx context.Context, existing *kruisev1alpha1.Persist
 	// The UID precondition makes sure the object deleted is the one whose ownership was checked.
 	err := g.Client.Delete(ctx, existing, client.Preconditions{UID: ptr.To(existing.UID), ResourceVersion: ptr.To(existing.ResourceVersion)})
 	if err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		if apierrors.IsNotFound(err) {
 			return nil
+		}
+		if apierrors.IsConflict(err) {
+			return errLostRace
 		}
 		return fmt.Errorf("deleting PersistentPodState %s/%s: %w", existing.Namespace, existing.Name, err)
 	}

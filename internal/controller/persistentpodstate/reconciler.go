@@ -3,6 +3,7 @@ package persistentpodstate
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,9 +51,23 @@ type pass struct {
 	unavailable *UnavailableError
 	result      core.Result
 	inLife      map[core.InLifeKey]string
+	podUIDs     map[types.UID]bool                      // the target's pods
 	status      kruisev1alpha1.PersistentPodStateStatus // the status to write
 	notRecorded int                                     // new entries the size guard left out
 	events      kit.Events
+	reported    []string // problems newly reported by this pass's events (committed once they are emitted)
+}
+
+// mismatchPrefix starts the problem names of persisted-annotation mismatches: <prefix><pod UID>/<key>.
+const mismatchPrefix = "mismatch/"
+
+// report reports whether problem (active or not) needs an event now, and notes it for commit.
+func (p *pass) report(once *onceSet, problem string, active bool) bool {
+	if !once.pending(ownerKey(p.pps), problem, active) {
+		return false
+	}
+	p.reported = append(p.reported, problem)
+	return true
 }
 
 // Reconcile reads like the rules: get the PPS; find its target (an unreadable target leaves the records
@@ -79,6 +94,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	wrote, err := r.writeStatus(ctx, p, &out)
 	if err == nil {
 		p.events.Emit(r.Recorder, pps)
+		r.once.commit(ownerKey(pps), p.reported)
+		r.once.prune(ownerKey(pps), mismatchPrefix, func(rest string) bool { return p.podUIDs[types.UID(strings.Split(rest, "/")[0])] })
 		if wrote {
 			r.inLife.consume(p.result.Consumed, p.inLife)
 		}
@@ -120,11 +137,11 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 			}
 		}
 	}
-	uids := make(map[types.UID]bool, len(pods))
+	p.podUIDs = make(map[types.UID]bool, len(pods))
 	for _, pod := range pods {
-		uids[pod.UID] = true
+		p.podUIDs[pod.UID] = true
 	}
-	p.inLife = r.inLife.forPods(uids)
+	p.inLife = r.inLife.forPods(p.podUIDs)
 	p.result = core.Compute(core.Pass{PPS: pps, Target: target, Pods: pods, Node: r.nodeLabels(ctx), InLife: p.inLife})
 	return nil
 }
@@ -150,7 +167,7 @@ func (r *Reconciler) checkDuplicates(ctx context.Context, p *pass) {
 	}
 	oldest := ppsindex.Oldest(list)
 	dup := oldest != nil && oldest.UID != p.pps.UID
-	if r.once.transition(ownerKey(p.pps), "DuplicateTarget", dup) {
+	if p.report(r.once, "DuplicateTarget", dup) {
 		p.events.Warning("DuplicateTarget", "Reconcile", nil,
 			"PersistentPodState %s targets the same workload and is older: it steers the pods; this one only records", oldest.Name)
 	}
@@ -160,12 +177,12 @@ func (r *Reconciler) checkDuplicates(ctx context.Context, p *pass) {
 // reserved ordinals.
 func (r *Reconciler) workloadWarnings(ctx context.Context, p *pass) {
 	w := p.workload
-	if r.once.transition(ownerKey(p.pps), "ReplicasMalformed", w.ReplicasMalformed) {
+	if p.report(r.once, "ReplicasMalformed", w.ReplicasMalformed) {
 		p.events.Warning("ReplicasUnreadable", "Reconcile", w.Object,
 			"the replica count of %s %s is missing or not a non-negative integer at its path (check replicasPath in the whitelist); taken as 0",
 			w.GK.Kind, w.Object.GetName())
 	}
-	if r.once.transition(ownerKey(p.pps), "ReserveOrdinals", w.ReserveError != nil) {
+	if p.report(r.once, "ReserveOrdinals", w.ReserveError != nil) {
 		ctrl.LoggerFrom(ctx).Info("Ignoring invalid reserveOrdinals of the target", "error", w.ReserveError.Error())
 	}
 }

@@ -50,7 +50,7 @@ func (r *Reconciler) decide(p *pass) {
 	p.status = st
 	r.conditionEvents(p)
 	for _, m := range p.result.Mismatches {
-		if r.once.transition(ownerKey(pps), "mismatch/"+string(m.UID)+"/"+m.Key, true) {
+		if p.report(r.once, mismatchPrefix+string(m.UID)+"/"+m.Key, true) {
 			p.events.Warning("PersistedAnnotationMismatch", "Record", nil,
 				"pod %s shows %s=%q; the recorded value %q is kept (the first value of an identity wins unless the same pod changes it)",
 				m.Pod, m.Key, m.Current, m.Recorded)
@@ -120,15 +120,18 @@ func (r *Reconciler) writeTooLarge(ctx context.Context, p *pass, out *kit.Outcom
 	setProblem(&st.Conditions, kruisev1alpha1.ConditionStatusSizeLimitReached, true, ReasonWriteRejectedTooLarge,
 		"the API server refused the status as too large; new pods are not recorded until it shrinks", p.pps.Generation)
 	out.RequeueAfter(TooLargeRetry)
-	if _, err := kit.PatchStatus(ctx, r.Client, p.pps, statusOf, &st, nil); err != nil {
+	wrote, err := kit.PatchStatus(ctx, r.Client, p.pps, statusOf, &st, nil)
+	if err != nil {
 		out.Error(err)
 		return err
 	}
 	r.sizeLimited(ownerKey(p.pps), true)
 	p.events = kit.Events{}
-	p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, "Record", nil,
-		"the API server refused the status as too large (%s); retrying in %s", kit.Truncate(cause.Error(), 200), TooLargeRetry)
-	p.events.Emit(r.Recorder, p.pps)
+	if wrote {
+		// The condition was not there in this form: one event per transition, not one per retry.
+		p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, "Record", nil,
+			"the API server refused the status as too large (%s); retrying in %s", kit.Truncate(cause.Error(), 200), TooLargeRetry)
+	}
 	return nil
 }
 
@@ -160,8 +163,25 @@ func newOnceSet() *onceSet {
 	return &onceSet{active: map[string]map[string]bool{}, sets: map[string]map[string]bool{}}
 }
 
-// transition records whether problem is active for owner and reports whether it just became active.
-func (s *onceSet) transition(owner, problem string, active bool) bool {
+// pending reports whether problem is active for owner and not reported yet. A cleared problem is forgotten
+// at once; a new one is remembered only by commit, after its event was emitted, so an event lost with a
+// failed status write is emitted by the next pass.
+func (s *onceSet) pending(owner, problem string, active bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.active[owner]
+	if !active {
+		delete(m, problem)
+		return false
+	}
+	return !m[problem]
+}
+
+// commit remembers problems of owner as reported.
+func (s *onceSet) commit(owner string, problems []string) {
+	if len(problems) == 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.active[owner]
@@ -169,13 +189,20 @@ func (s *onceSet) transition(owner, problem string, active bool) bool {
 		m = map[string]bool{}
 		s.active[owner] = m
 	}
-	was := m[problem]
-	if active {
-		m[problem] = true
-	} else {
-		delete(m, problem)
+	for _, p := range problems {
+		m[p] = true
 	}
-	return active && !was
+}
+
+// prune forgets the reported problems of owner whose names start with prefix and for which keep is false.
+func (s *onceSet) prune(owner, prefix string, keep func(rest string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range s.active[owner] {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && !keep(rest) {
+			delete(s.active[owner], p)
+		}
+	}
 }
 
 // setMember adds key to or removes it from set name, and returns the set's size.
