@@ -263,11 +263,11 @@ func (w *PodWrapper) ResourceVersion(rv string) *PodWrapper {
 }
 
 // CustomKindCRD returns the CRD of the sample custom workload kind (KVStore, in
-// config/samples/persistentpodstate-custom-kind.yaml under root), renamed to kind with plural plural when
+// config/samples/persistentpodstate-custom-kind.yaml under root), renamed to kind (with the given plural) when
 // kind is not KVStore, so that tests can make kinds of their own. It is unstructured: drover's scheme does
 // not know CRDs.
 func CustomKindCRD(root, kind, plural string) (*unstructured.Unstructured, error) {
-	raw, err := os.ReadFile(filepath.Join(root, "config", "samples", "persistentpodstate-custom-kind.yaml"))
+	raw, err := os.ReadFile(filepath.Clean(filepath.Join(root, "config", "samples", "persistentpodstate-custom-kind.yaml")))
 	if err != nil {
 		return nil, err
 	}

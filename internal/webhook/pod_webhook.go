@@ -42,10 +42,7 @@ const (
 	actionInjectPod        = "InjectPod"
 )
 
-var (
-	podGK   = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
-	nodeGVK = corev1.SchemeGroupVersion.WithKind("Node")
-)
+var podGK = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
 
 // podPersistentPodStateHandler is the pod webhook's handler.
 type podPersistentPodStateHandler struct {

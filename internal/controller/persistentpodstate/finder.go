@@ -130,8 +130,9 @@ func (f *Finder) findTApp(ctx context.Context, namespace, name string) (*Workloa
 // findUnstructured reads a Kruise Advanced StatefulSet or a whitelisted kind from the informer the watcher
 // started for it, after a bounded wait for that informer's first sync.
 func (f *Finder) findUnstructured(ctx context.Context, namespace string, gk schema.GroupKind, name string) (*Workload, error) {
-	entry, ok := whitelist.Entry{}, true
+	var entry whitelist.Entry
 	if gk != kruiseStatefulSetGK {
+		var ok bool
 		entry, ok = f.Whitelist().Lookup(gk)
 		if !ok {
 			return nil, &UnavailableError{Reason: ReasonKindNotAllowed,

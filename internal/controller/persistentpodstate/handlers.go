@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 	"github.com/drover-dev/drover/internal/controller/persistentpodstate/ppsindex"
 	"github.com/drover-dev/drover/internal/controller/persistentpodstate/whitelist"
@@ -231,7 +230,3 @@ func scaleFacts(obj client.Object, replicasPath string) [3]any {
 	return [3]any{}
 }
 
-// ppsKey is the request of a PPS event: the PPS itself.
-func ppsRequest(p *kruisev1alpha1.PersistentPodState) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}}
-}

@@ -23,6 +23,10 @@ import (
 // before it tries again: never a tight retry loop on a write that cannot succeed.
 const TooLargeRetry = 10 * time.Minute
 
+// NodeMissRetry is when a pass runs again after it skipped a Ready pod whose node the cache did not show
+// (a node created a moment ago): no event about the pod would bring it back.
+const NodeMissRetry = 5 * time.Second
+
 // Reconciler keeps status.podStates of each PersistentPodState: where each pod of its target last ran,
 // and the persisted annotations (docs/design/persistentpodstate.md, Controller).
 type Reconciler struct {
@@ -78,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, pps); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.backoff.Forget(req.NamespacedName)
-			r.once.forgetOwner(req.NamespacedName.String())
+			r.once.forgetOwner(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -103,14 +107,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.unavailable != nil {
 		out.RequeueAfter(r.RetryInterval)
 	}
+	if len(p.result.Skipped) > 0 {
+		out.RequeueAfter(NodeMissRetry) // a Ready pod on a node the cache does not show yet
+	}
 	return r.backoff.Result(req.NamespacedName, &out)
 }
 
 // observe finds the target and, when it is readable, computes the new records from its pods.
 func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	pps := p.pps
-	gk, err := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef)
-	if err != nil || !Supported(r.Whitelist(), gk) {
+	gk, parseErr := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef)
+	if parseErr != nil || !Supported(r.Whitelist(), gk) {
 		p.unavailable = &UnavailableError{Reason: ReasonKindNotAllowed,
 			Message: "the target is neither a built-in kind (StatefulSet, Advanced StatefulSet, TApp) nor in the custom-workload whitelist"}
 		return nil

@@ -35,9 +35,10 @@ func TestCRDResource(t *testing.T) {
 		crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
 		t.Errorf("name/group/scope = %s/%s/%s", crd.Name, crd.Spec.Group, crd.Spec.Scope)
 	}
-	// No short names and no categories: the names are OpenKruise's, nothing more.
+	// OpenKruise's names, plus drover's short name pps; no categories.
 	wantNames := apiextensionsv1.CustomResourceDefinitionNames{
 		Kind: "PersistentPodState", ListKind: "PersistentPodStateList", Plural: "persistentpodstates", Singular: "persistentpodstate",
+		ShortNames: []string{"pps"},
 	}
 	if diff := cmp.Diff(wantNames, crd.Spec.Names); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)

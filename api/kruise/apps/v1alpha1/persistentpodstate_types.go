@@ -204,7 +204,10 @@ type PersistentPodStateStatus struct {
 // pod last ran on (and selected pod annotations), so that a pod created again with the same name is steered
 // back to the same topology.
 //
+// The short name pps is drover's: `kubectl get pps` is what users type. It adds a name and changes none.
+//
 // +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=pps
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Target-Kind",type="string",JSONPath=".spec.targetRef.kind",description="The kind of the tracked workload"
 // +kubebuilder:printcolumn:name="Target-Name",type="string",JSONPath=".spec.targetRef.name",description="The name of the tracked workload"
