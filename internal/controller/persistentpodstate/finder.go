@@ -43,6 +43,15 @@ type UnavailableError struct {
 
 func (e *UnavailableError) Error() string { return e.Reason + ": " + e.Message }
 
+// asUnavailable returns err as an *UnavailableError, or nil when it is not one.
+func asUnavailable(err error) *UnavailableError {
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		return u
+	}
+	return nil
+}
+
 // Workload is what the finder learned of a target workload. Object is the cached object: never modify it.
 type Workload struct {
 	GK         schema.GroupKind

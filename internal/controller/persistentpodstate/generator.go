@@ -60,8 +60,7 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	w, err := g.Finder.Find(ctx, key.Namespace, gk, key.Name, "")
-	var unavailable *UnavailableError
-	if errors.As(err, &unavailable) {
+	if asUnavailable(err) != nil {
 		return ctrl.Result{}, nil // the PPS controller reports it on the PPS; a watch brings the workload back
 	}
 	if err != nil || w == nil || w.Deleting {

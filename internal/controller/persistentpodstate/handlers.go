@@ -229,4 +229,3 @@ func scaleFacts(obj client.Object, replicasPath string) [3]any {
 	}
 	return [3]any{}
 }
-

@@ -2,7 +2,6 @@ package persistentpodstate
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -116,17 +115,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // observe finds the target and, when it is readable, computes the new records from its pods.
 func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	pps := p.pps
-	gk, parseErr := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef)
-	if parseErr != nil || !Supported(r.Whitelist(), gk) {
+	gk, err := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef)
+	if err != nil || !Supported(r.Whitelist(), gk) {
 		p.unavailable = &UnavailableError{Reason: ReasonKindNotAllowed,
 			Message: "the target is neither a built-in kind (StatefulSet, Advanced StatefulSet, TApp) nor in the custom-workload whitelist"}
-		return nil
+		return nil //nolint:nilerr // an unusable target is a condition on the PPS, not a failed pass
 	}
 	w, err := r.Finder.Find(ctx, pps.Namespace, gk, pps.Spec.TargetRef.Name, "")
-	var unavailable *UnavailableError
-	if errors.As(err, &unavailable) {
-		p.unavailable = unavailable
-		return nil
+	if p.unavailable = asUnavailable(err); p.unavailable != nil {
+		return nil //nolint:nilerr // an unavailable target is a condition on the PPS, retried after RetryInterval
 	}
 	if err != nil {
 		return err
