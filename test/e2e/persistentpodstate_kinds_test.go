@@ -104,6 +104,11 @@ var _ = Describe("PersistentPodState beyond StatefulSets", func() {
 		again := testutil.MakePod("db-0", ns).Label("app", "db").ControlledBy("demo.drover.dev/v1alpha1", "Shard", "db", shard.GetUID()).Obj()
 		Expect(k8sClient.Create(suiteCtx, again)).To(Succeed())
 		Expect(again.Spec.NodeSelector).To(HaveKeyWithValue(hostname, states["db-0"].NodeName))
+		Eventually(func(g Gomega) string {
+			p := readyPods(g, ns, "db")["db-0"]
+			g.Expect(p).NotTo(BeNil())
+			return p.Spec.NodeName
+		}).WithTimeout(ppsTimeout).WithPolling(ppsPoll).Should(Equal(states["db-0"].NodeName), "the scheduler puts it back on its node")
 	})
 })
 
