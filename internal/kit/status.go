@@ -23,6 +23,15 @@ import (
 // wrote.
 func WriteStatus[O client.Object, S any](ctx context.Context, c client.Client, obj O, status func(O) *S, want *S,
 	equal func(a, b *S) bool) (bool, error) {
+	return writeStatus(ctx, obj, status, want, equal, "writing", func(updated O) error {
+		return c.Status().Update(ctx, updated)
+	})
+}
+
+// writeStatus is the contract WriteStatus and PatchStatus share: no write when equal, the write of a copy
+// of obj with want as its status, NotFound is no error.
+func writeStatus[O client.Object, S any](_ context.Context, obj O, status func(O) *S, want *S, equal func(a, b *S) bool,
+	verb string, write func(updated O) error) (bool, error) {
 	if equal == nil {
 		equal = func(a, b *S) bool { return equality.Semantic.DeepEqual(a, b) }
 	}
@@ -34,11 +43,11 @@ func WriteStatus[O client.Object, S any](ctx context.Context, c client.Client, o
 		return false, fmt.Errorf("copying %s %s", kindOf(obj), client.ObjectKeyFromObject(obj))
 	}
 	*status(updated) = *want
-	if err := c.Status().Update(ctx, updated); err != nil {
+	if err := write(updated); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return false, fmt.Errorf("writing status of %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
+		return false, fmt.Errorf("%s status of %s %s: %w", verb, kindOf(obj), client.ObjectKeyFromObject(obj), err)
 	}
 	return true, nil
 }
@@ -58,23 +67,7 @@ func kindOf(obj client.Object) string {
 // resourceVersion as a precondition, so a newer status is never overwritten (a conflict instead).
 func PatchStatus[O client.Object, S any](ctx context.Context, c client.Client, obj O, status func(O) *S, want *S,
 	equal func(a, b *S) bool) (bool, error) {
-	if equal == nil {
-		equal = func(a, b *S) bool { return equality.Semantic.DeepEqual(a, b) }
-	}
-	if equal(status(obj), want) {
-		return false, nil
-	}
-	updated, ok := obj.DeepCopyObject().(O)
-	if !ok {
-		return false, fmt.Errorf("copying %s %s", kindOf(obj), client.ObjectKeyFromObject(obj))
-	}
-	*status(updated) = *want
-	patch := client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})
-	if err := c.Status().Patch(ctx, updated, patch); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("patching status of %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
-	}
-	return true, nil
+	return writeStatus(ctx, obj, status, want, equal, "patching", func(updated O) error {
+		return c.Status().Patch(ctx, updated, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{}))
+	})
 }

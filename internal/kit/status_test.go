@@ -69,3 +69,47 @@ func TestWriteStatus(t *testing.T) {
 }
 
 var _ runtime.Object = &corev1.Pod{}
+
+func TestPatchStatus(t *testing.T) {
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Message: "kept", Reason: "Old"}}
+	var patches []string
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pod).WithStatusSubresource(pod).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			data, err := patch.Data(obj)
+			if err != nil {
+				return err
+			}
+			patches = append(patches, string(data))
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	cached := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), cached); err != nil {
+		t.Fatal(err)
+	}
+
+	same := cached.Status
+	if wrote, err := PatchStatus(ctx, c, cached, podStatus, &same, nil); err != nil || wrote || len(patches) != 0 {
+		t.Fatalf("unchanged status: wrote %v, err %v, patches %q; want no write", wrote, err, patches)
+	}
+
+	want := corev1.PodStatus{Phase: corev1.PodRunning, Message: "kept"}
+	if wrote, err := PatchStatus(ctx, c, cached, podStatus, &want, nil); err != nil || !wrote {
+		t.Fatalf("changed status: wrote %v, err %v; want a write", wrote, err)
+	}
+	// Only what changed travels (phase set, reason removed), with the cached resourceVersion as a precondition.
+	wantPatch := `{"metadata":{"resourceVersion":"` + cached.ResourceVersion + `"},"status":{"phase":"Running","reason":null}}`
+	if len(patches) != 1 || patches[0] != wantPatch {
+		t.Errorf("patches %q, want [%s]", patches, wantPatch)
+	}
+	if cached.Status.Phase != corev1.PodPending {
+		t.Error("PatchStatus modified the cached object")
+	}
+
+	// cached is now stale: the precondition refuses the write with a conflict.
+	again := corev1.PodStatus{Phase: corev1.PodFailed}
+	if _, err := PatchStatus(ctx, c, cached, podStatus, &again, nil); !apierrors.IsConflict(err) {
+		t.Errorf("stale write: err %v, want a conflict", err)
+	}
+}
