@@ -31,6 +31,8 @@ func run() error {
 	n := flag.Int("n", 1000, "Object count of the scenarios that take one (pods for the anchors).")
 	pools := flag.Int("pools", 1000, "NodePools of the yurtappdaemon scenario.")
 	owners := flag.Int("owners", 10, "YurtAppDaemons of the yurtappdaemon scenario, each selecting every pool.")
+	ppsPods := flag.Int("pps-pods", 5000, "Pods of the StatefulSet of the persistentpodstate scenario (the scale target is 5000).")
+	ppsRate := flag.Int("pps-rate", 200, "Pod creates per second of the persistentpodstate scenario.")
 	nodes := flag.Int("nodes", 12, "Fake nodes in the benchmark cluster.")
 	only := flag.String("scenarios", "", "Comma-separated scenario names to run; empty runs all.")
 	out := flag.String("out", ".local/bench", "Directory for the JSON reports (relative to the repository root unless absolute).")
@@ -46,10 +48,17 @@ func run() error {
 		return append(bench.Anchors(), bench.YurtAppDaemon(
 			bench.WithPools(*pools), bench.WithOwners(*owners), bench.WithManagerMetrics(managerMetrics))...)
 	}
-	// The TApp scenario (docs/tapp.md, Performance) runs last; its instance count is --n.
+	// The TApp scenario (docs/tapp.md, Performance) follows; its instance count is --n.
 	withoutTApp := all
 	all = func(managerMetrics string) []bench.Scenario {
 		return append(withoutTApp(managerMetrics), bench.TApp(bench.WithTAppManagerMetrics(managerMetrics))...)
+	}
+	// The PersistentPodState scenario (docs/persistentpodstate.md, Performance) runs last; it measures its
+	// own anchors (creates with the pod webhook off, a LIST of the pods) next to its figures.
+	withoutPPS := all
+	all = func(managerMetrics string) []bench.Scenario {
+		return append(withoutPPS(managerMetrics), bench.PersistentPodState(
+			bench.WithPPSPods(*ppsPods), bench.WithPPSRate(*ppsRate), bench.WithPPSManagerMetrics(managerMetrics))...)
 	}
 	if _, err := selectScenarios(all(""), *only); err != nil {
 		return err
