@@ -210,3 +210,6 @@ type fakeQueue[T comparable] struct {
 }
 
 func (q *fakeQueue[T]) Add(item T) { q.added = append(q.added, item) }
+
+// AddAfter records item as added: the handlers' batching delay does not change what they ask for.
+func (q *fakeQueue[T]) AddAfter(item T, _ time.Duration) { q.added = append(q.added, item) }

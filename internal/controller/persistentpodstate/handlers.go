@@ -3,6 +3,7 @@ package persistentpodstate
 import (
 	"context"
 	"reflect"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,15 +31,26 @@ type mapper struct {
 	whitelist func() *whitelist.Snapshot
 }
 
-// enqueue adds every PPS of namespace targeting gk/name (all of them: duplicates are reconciled too).
-func (m mapper) enqueue(ctx context.Context, q queue, namespace string, gk schema.GroupKind, name string) {
+// PodEventBatch is how long pod events wait before the pass they ask for: a rollout or a scale-up turns
+// hundreds of pods Ready within seconds, and each would otherwise ask for a pass over every pod of the
+// workload. The queue keeps one pending request per PPS, so a burst costs one pass per batch.
+const PodEventBatch = time.Second
+
+// enqueue adds every PPS of namespace targeting gk/name (all of them: duplicates are reconciled too), after
+// delay (0: at once).
+func (m mapper) enqueue(ctx context.Context, q queue, namespace string, gk schema.GroupKind, name string, delay ...time.Duration) {
 	list, err := ppsindex.ForTarget(ctx, m.reader, namespace, gk, name)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Mapping a workload event to its PersistentPodStates failed")
 		return
 	}
 	for _, p := range list {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}}
+		if len(delay) > 0 && delay[0] > 0 {
+			q.AddAfter(req, delay[0])
+		} else {
+			q.Add(req)
+		}
 	}
 }
 
@@ -90,7 +102,7 @@ func (h podHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
 		trigger = true
 	}
 	if trigger {
-		h.enqueue(ctx, q, pod.Namespace, gk, ref.Name)
+		h.enqueue(ctx, q, pod.Namespace, gk, ref.Name, PodEventBatch)
 	}
 }
 
@@ -100,7 +112,7 @@ func (h podHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
 	}
 	h.inLife.forgetPod(e.Object.GetUID())
 	if gk, ref, ok := h.controllerGK(e.Object); ok {
-		h.enqueue(ctx, q, e.Object.GetNamespace(), gk, ref.Name)
+		h.enqueue(ctx, q, e.Object.GetNamespace(), gk, ref.Name, PodEventBatch)
 	}
 }
 
