@@ -168,12 +168,13 @@ func (f *Finder) findUnstructured(ctx context.Context, namespace string, gk sche
 	if err := f.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, u); err != nil {
 		return nil, readError(err, gk)
 	}
-	return unstructuredWorkload(u, gk, entry.ReplicasPath), nil
+	return unstructuredWorkload(u, gk, entry.Replicas()), nil
 }
 
 // unstructuredWorkload reads replicas, the first ordinal and the reserved ordinals of an unstructured
 // workload. Only a Kruise Advanced StatefulSet has a first ordinal (spec.ordinals.start) and reserved ordinals
 // (spec.reserveOrdinals); a custom kind numbers its pods from 0.
+// replicasPath is the whitelist entry's path of the replica count (whitelist.Entry.Replicas).
 func unstructuredWorkload(u *unstructured.Unstructured, gk schema.GroupKind, replicasPath string) *Workload {
 	w := &Workload{GK: gk, APIVersion: u.GetAPIVersion(), Object: u, UID: u.GetUID(), Deleting: u.GetDeletionTimestamp() != nil}
 	if gk == kruiseStatefulSetGK {
@@ -192,9 +193,6 @@ func unstructuredWorkload(u *unstructured.Unstructured, gk schema.GroupKind, rep
 		}
 		w.Ordinals = core.NewOrdinals(w.Replicas, start, reserved)
 		return w
-	}
-	if replicasPath == "" {
-		replicasPath = "spec.replicas"
 	}
 	var ok bool
 	w.Replicas, ok = core.ReplicasAt(u.Object, replicasPath)

@@ -166,7 +166,7 @@ func TestUnstructuredReplicasNumbers(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]any{"spec": tc.spec}}
-			if diff := cmp.Diff(tc.want, factsOf(unstructuredWorkload(u, tc.gk, tc.replicasPath))); diff != "" {
+			if diff := cmp.Diff(tc.want, factsOf(unstructuredWorkload(u, tc.gk, whitelist.Entry{ReplicasPath: tc.replicasPath}.Replicas()))); diff != "" {
 				t.Errorf("workload (-want +got):\n%s", diff)
 			}
 		})

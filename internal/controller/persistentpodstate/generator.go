@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -245,6 +244,3 @@ func setManaged(to, from *kruisev1alpha1.PersistentPodState) {
 		delete(to.Annotations, kruisev1alpha1.AnnotationRestorePersistentPodAnnotations)
 	}
 }
-
-// splitPath splits a dotted field path.
-func splitPath(path string) []string { return strings.Split(path, ".") }

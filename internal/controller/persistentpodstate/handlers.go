@@ -3,6 +3,7 @@ package persistentpodstate
 import (
 	"context"
 	"reflect"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/controller/persistentpodstate/core"
 	"github.com/drover-dev/drover/internal/controller/persistentpodstate/ppsindex"
 	"github.com/drover-dev/drover/internal/controller/persistentpodstate/whitelist"
 )
@@ -38,7 +40,7 @@ const PodEventBatch = time.Second
 
 // enqueue adds every PPS of namespace targeting gk/name (all of them: duplicates are reconciled too), after
 // delay (0: at once).
-func (m mapper) enqueue(ctx context.Context, q queue, namespace string, gk schema.GroupKind, name string, delay ...time.Duration) {
+func (m mapper) enqueue(ctx context.Context, q queue, namespace string, gk schema.GroupKind, name string, delay time.Duration) {
 	list, err := ppsindex.ForTarget(ctx, m.reader, namespace, gk, name)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Mapping a workload event to its PersistentPodStates failed")
@@ -46,8 +48,8 @@ func (m mapper) enqueue(ctx context.Context, q queue, namespace string, gk schem
 	}
 	for _, p := range list {
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}}
-		if len(delay) > 0 && delay[0] > 0 {
-			q.AddAfter(req, delay[0])
+		if delay > 0 {
+			q.AddAfter(req, delay)
 		} else {
 			q.Add(req)
 		}
@@ -95,9 +97,9 @@ func (h podHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
 	if !ok {
 		return
 	}
-	trigger := !podReady(oldPod) && podReady(pod) ||
+	trigger := !core.PodReady(oldPod) && core.PodReady(pod) ||
 		oldPod.DeletionTimestamp == nil && pod.DeletionTimestamp != nil ||
-		!podFinished(oldPod) && podFinished(pod)
+		!core.PodFinished(oldPod) && core.PodFinished(pod)
 	if h.annotationChanged(ctx, oldPod, pod, gk, ref.Name) {
 		trigger = true
 	}
@@ -160,19 +162,6 @@ func (h podHandler) annotationChanged(ctx context.Context, oldPod, pod *corev1.P
 	return changed
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func podFinished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
-
 // workloadHandler maps events of a target kind to the PPS targeting the workload: create, delete, the
 // start of deletion, and a change of what decides the valid ordinals (replicas, ordinals.start,
 // reserveOrdinals). gk is the kind of a typed watch (a typed object carries no kind, and a native
@@ -194,7 +183,7 @@ func (h workloadHandler) kindOf(obj client.Object) (schema.GroupKind, bool) {
 
 func (h workloadHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
 	if gk, ok := h.kindOf(e.Object); ok {
-		h.enqueue(ctx, q, e.Object.GetNamespace(), gk, e.Object.GetName())
+		h.enqueue(ctx, q, e.Object.GetNamespace(), gk, e.Object.GetName(), 0)
 	}
 }
 
@@ -205,8 +194,8 @@ func (h workloadHandler) Update(ctx context.Context, e event.UpdateEvent, q queu
 	}
 	entry, _ := h.whitelist().Lookup(gk)
 	if e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil ||
-		!reflect.DeepEqual(scaleFacts(e.ObjectOld, entry.ReplicasPath), scaleFacts(e.ObjectNew, entry.ReplicasPath)) {
-		h.enqueue(ctx, q, e.ObjectNew.GetNamespace(), gk, e.ObjectNew.GetName())
+		!reflect.DeepEqual(scaleFacts(e.ObjectOld, entry.Replicas()), scaleFacts(e.ObjectNew, entry.Replicas())) {
+		h.enqueue(ctx, q, e.ObjectNew.GetNamespace(), gk, e.ObjectNew.GetName(), 0)
 	}
 }
 
@@ -215,7 +204,7 @@ func (h workloadHandler) Delete(ctx context.Context, e event.DeleteEvent, q queu
 		return
 	}
 	if gk, ok := h.kindOf(e.Object); ok {
-		h.enqueue(ctx, q, e.Object.GetNamespace(), gk, e.Object.GetName())
+		h.enqueue(ctx, q, e.Object.GetNamespace(), gk, e.Object.GetName(), 0)
 	}
 }
 
@@ -230,11 +219,8 @@ func scaleFacts(obj client.Object, replicasPath string) [3]any {
 	case *tkestackv1.TApp:
 		return [3]any{o.Spec.Replicas, nil, nil}
 	case *unstructured.Unstructured:
-		if replicasPath == "" {
-			replicasPath = "spec.replicas"
-		}
 		var facts [3]any
-		facts[0], _, _ = unstructured.NestedFieldNoCopy(o.Object, splitPath(replicasPath)...)
+		facts[0], _, _ = unstructured.NestedFieldNoCopy(o.Object, strings.Split(replicasPath, ".")...)
 		facts[1], _, _ = unstructured.NestedFieldNoCopy(o.Object, "spec", "ordinals")
 		facts[2], _, _ = unstructured.NestedFieldNoCopy(o.Object, "spec", "reserveOrdinals")
 		return facts

@@ -262,7 +262,7 @@ func TestMapperEnqueuesEveryPPSOfATarget(t *testing.T) {
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: objs, Indexes: ppsindex.Indexes()})
 	m := mapper{reader: fc.Client, whitelist: whitelist.Empty}
 	q := &fakeQueue[reconcile.Request]{}
-	m.enqueue(context.Background(), q, testNS, statefulSetGK, "web")
+	m.enqueue(context.Background(), q, testNS, statefulSetGK, "web", 0)
 	if diff := cmp.Diff([]string{"ns1/web", "ns1/web-dup"}, names(q.added)); diff != "" {
 		t.Errorf("enqueued (-want +got):\n%s", diff)
 	}

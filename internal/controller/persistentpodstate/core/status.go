@@ -144,7 +144,7 @@ func (c *computation) record(out map[string]kruisev1alpha1.PodState) map[string]
 			continue
 		}
 		active[pod.Name] = pod
-		if !isReady(pod) || pod.Spec.NodeName == "" {
+		if !PodReady(pod) || pod.Spec.NodeName == "" {
 			continue
 		}
 		labels, found := c.node(pod.Spec.NodeName)
@@ -204,11 +204,16 @@ func (c *computation) finish(out map[string]kruisev1alpha1.PodState) Result {
 
 // isActive reports whether a pod counts as present: not terminating and not finished.
 func isActive(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	return pod.DeletionTimestamp == nil && !PodFinished(pod)
 }
 
-// isReady reports whether the pod's Ready condition is True.
-func isReady(pod *corev1.Pod) bool {
+// PodFinished reports whether the pod's phase is Succeeded or Failed.
+func PodFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// PodReady reports whether the pod's Ready condition is True.
+func PodReady(pod *corev1.Pod) bool {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == corev1.PodReady {
 			return pod.Status.Conditions[i].Status == corev1.ConditionTrue

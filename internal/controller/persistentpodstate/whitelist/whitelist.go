@@ -28,6 +28,17 @@ type Entry struct {
 }
 
 // GroupKind returns the entry's group and kind, the key a target is matched by.
+// DefaultReplicasPath is where a workload keeps its replica count unless its entry names another path.
+const DefaultReplicasPath = "spec.replicas"
+
+// Replicas returns the dotted path of the entry's replica count: ReplicasPath, or DefaultReplicasPath.
+func (e Entry) Replicas() string {
+	if e.ReplicasPath == "" {
+		return DefaultReplicasPath
+	}
+	return e.ReplicasPath
+}
+
 func (e Entry) GroupKind() schema.GroupKind {
 	return schema.GroupKind{Group: e.Group, Kind: e.Kind}
 }
