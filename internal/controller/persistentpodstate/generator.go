@@ -50,6 +50,19 @@ type Generator struct {
 	Finder    *Finder
 	Whitelist func() *whitelist.Snapshot
 	Recorder  events.EventRecorder
+
+	backoff *kit.Backoff
+}
+
+// NewGenerator returns a Generator with its conflict backoff.
+func NewGenerator(g Generator) *Generator {
+	g.backoff = kit.NewBackoff()
+	return &g
+}
+
+// nn is the key of a workload in the conflict backoff.
+func (k WorkloadKey) nn() types.NamespacedName {
+	return types.NamespacedName{Namespace: k.Namespace, Name: k.Group + "/" + k.Kind + "/" + k.Name}
 }
 
 // Reconcile brings the generated PPS of one workload in line with its annotations.
@@ -86,7 +99,7 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 		}
 		return ctrl.Result{}, nil
 	case desired == nil && owned:
-		return lostRace(g.delete(ctx, existing, &ev))
+		return g.result(key, g.delete(ctx, existing, &ev))
 	case desired == nil:
 		return ctrl.Result{}, nil
 	}
@@ -96,21 +109,25 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if !found {
-		return lostRace(g.create(ctx, desired, &ev))
+		return g.result(key, g.create(ctx, desired, &ev))
 	}
-	return lostRace(g.update(ctx, existing, desired, &ev))
+	return g.result(key, g.update(ctx, existing, desired, &ev))
 }
 
 // errLostRace is a write that found the cache behind the API server (a PPS that exists already, a stale
 // resourceVersion): the pass is tried again shortly, without an error.
 var errLostRace = errors.New("lost a race with another writer")
 
-// lostRace turns a step's error into the pass's return: a lost race is retried after kit.ConflictBaseDelay.
-func lostRace(err error) (ctrl.Result, error) {
+// result turns a write step's error into the pass's return through the kit's outcome: a lost race is
+// retried quietly after the conflict backoff, another error is returned.
+func (g *Generator) result(key WorkloadKey, err error) (ctrl.Result, error) {
+	var out kit.Outcome
 	if errors.Is(err, errLostRace) {
-		return ctrl.Result{RequeueAfter: kit.ConflictBaseDelay}, nil
+		out.Conflict()
+	} else {
+		out.Error(err)
 	}
-	return ctrl.Result{}, err
+	return g.backoff.Result(key.nn(), &out)
 }
 
 func (g *Generator) create(ctx context.Context, desired *kruisev1alpha1.PersistentPodState, ev *kit.Events) error {

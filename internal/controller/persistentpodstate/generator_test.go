@@ -52,7 +52,7 @@ func newGenFixtureWithHooks(t *testing.T, hooks interceptor.Funcs, objs ...clien
 	wl := func() *whitelist.Snapshot { return snap }
 	rec := newRecorder()
 	finder := &Finder{Reader: fc.Client, Whitelist: wl, Watcher: watcherWith(true, kvGVK), SyncTimeout: 100 * time.Millisecond}
-	return &genFixture{fc: fc, rec: rec, g: &Generator{Client: fc.Client, Finder: finder, Whitelist: wl, Recorder: rec}}
+	return &genFixture{fc: fc, rec: rec, g: NewGenerator(Generator{Client: fc.Client, Finder: finder, Whitelist: wl, Recorder: rec})}
 }
 
 func (f *genFixture) reconcile(t *testing.T, key WorkloadKey) {

@@ -202,7 +202,7 @@ func (s *setup) buildController(mgr manager.Manager, finder *Finder, watcher *Wa
 
 func (s *setup) buildGenerator(mgr manager.Manager, finder *Finder, wl func() *whitelist.Snapshot, rec events.EventRecorder,
 	tappServed bool) (controller.TypedController[WorkloadKey], error) {
-	g := &Generator{Client: mgr.GetClient(), Finder: finder, Whitelist: wl, Recorder: rec}
+	g := NewGenerator(Generator{Client: mgr.GetClient(), Finder: finder, Whitelist: wl, Recorder: rec})
 	c, err := controller.NewTyped[WorkloadKey](GeneratorName, mgr, controller.TypedOptions[WorkloadKey]{
 		Reconciler: g, MaxConcurrentReconciles: max(s.opts.Workers, 1)})
 	if err != nil {
