@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller/nodepool"
 	"github.com/drover-dev/drover/internal/controller/persistentpodstate"
+	"github.com/drover-dev/drover/internal/controller/stagedbindingpolicy"
 	"github.com/drover-dev/drover/internal/controller/tapp"
 	"github.com/drover-dev/drover/internal/controller/yurtappdaemon"
 	"github.com/drover-dev/drover/internal/kit"
@@ -31,6 +32,7 @@ func Registry() []*kit.Controller {
 		yurtappdaemon.Controllers(), // YurtAppDaemon and its earlier name, UnitedDaemonSet
 		[]*kit.Controller{tapp.Controller()},
 		[]*kit.Controller{persistentpodstate.Controller()},
+		[]*kit.Controller{stagedbindingpolicy.Controller()},
 	)
 }
 

@@ -21,7 +21,7 @@ import (
 )
 
 func TestParseControllers(t *testing.T) {
-	all := []string{"nodepool", "yurtappdaemon", "uniteddaemonset", "tapp", "persistentpodstate"}
+	all := []string{"nodepool", "yurtappdaemon", "uniteddaemonset", "tapp", "persistentpodstate", "stagedbindingpolicy"}
 	cases := map[string]struct {
 		value   string
 		want    []string

@@ -18,6 +18,10 @@ func TestNewKnowsEveryServedKind(t *testing.T) {
 		{Group: "apps.tkestack.io", Version: "v1", Kind: "TApp"},
 		{Group: "apps.kruise.io", Version: "v1alpha1", Kind: "PersistentPodState"},
 		{Group: "apps.kruise.io", Version: "v1alpha1", Kind: "PersistentPodStateList"},
+		{Group: "community.kubestellar.io", Version: "v1alpha1", Kind: "StagedBindingPolicy"},
+		{Group: "control.kubestellar.io", Version: "v1alpha1", Kind: "BindingPolicy"},
+		{Group: "control.kubestellar.io", Version: "v1alpha1", Kind: "Binding"},
+		{Group: "control.kubestellar.io", Version: "v1alpha1", Kind: "CombinedStatus"},
 		{Group: "apps", Version: "v1", Kind: "StatefulSet"},
 	} {
 		if !s.Recognizes(gvk) {

@@ -1,0 +1,126 @@
+package sbpcel
+
+import (
+	"sync/atomic"
+
+	"k8s.io/utils/lru"
+)
+
+// Default and minimum sizes of the caches.
+const (
+	DefaultProgramCacheSize = 1024
+	DefaultStatusCacheSize  = 1024
+)
+
+// Options configure a Cache. The zero value is usable.
+type Options struct {
+	// ProgramCacheSize bounds the number of compiled expressions (programs and compile errors) kept;
+	// values below DefaultProgramCacheSize mean DefaultProgramCacheSize.
+	ProgramCacheSize int
+	// StatusCacheSize bounds the number of CombinedStatuses whose derived values (the results and
+	// resultErrors variables) are kept; 0 or less means DefaultStatusCacheSize.
+	StatusCacheSize int
+	// OnCompile, if set, is called once per Compile with whether the expression was found in the cache
+	// (a hit) or compiled (a miss). It must be cheap and safe for concurrent use.
+	OnCompile func(hit bool)
+
+	// noMemo disables remembering evaluations (benchmarks of evaluation itself).
+	noMemo bool
+}
+
+// CacheStats counts Compile calls.
+type CacheStats struct {
+	Hits, Misses uint64
+}
+
+// Cache compiles expressions once and keeps the result in a bounded LRU keyed by (kind, environment
+// version, expression text); compile errors are kept too. The programs it returns, and the derived
+// CombinedStatus values they cache, are shared by all programs of the Cache. A Cache is safe for
+// concurrent use.
+type Cache struct {
+	programs     *lru.Cache
+	statuses     *statusCache
+	onCompile    func(hit bool)
+	memoize      bool
+	hits, misses atomic.Uint64
+}
+
+type programKey struct {
+	kind    Kind
+	version int
+	expr    string
+}
+
+// compiled is a cache entry: a program or a compile error.
+type compiled struct {
+	prg *Program
+	err *Error
+}
+
+// NewCache returns an empty Cache.
+func NewCache(opts Options) *Cache {
+	size := max(opts.ProgramCacheSize, DefaultProgramCacheSize)
+	statusSize := opts.StatusCacheSize
+	if statusSize <= 0 {
+		statusSize = DefaultStatusCacheSize
+	}
+	return &Cache{programs: lru.New(size), statuses: newStatusCache(statusSize),
+		onCompile: opts.OnCompile, memoize: !opts.noMemo}
+}
+
+// Compile returns the program of expr in the environment of kind, compiling it on a cache miss. The
+// error, if any, is an *Error with ReasonCompileError whose message carries the compiler's report
+// (line:column of each issue).
+func (c *Cache) Compile(kind Kind, expr string) (*Program, error) {
+	key := programKey{kind: kind, version: EnvironmentVersion, expr: expr}
+	v, hit := c.programs.Get(key)
+	c.count(hit)
+	entry, _ := v.(compiled)
+	if !hit {
+		entry = c.compile(kind, expr)
+		c.programs.Add(key, entry)
+	}
+	if entry.err != nil {
+		return nil, entry.err
+	}
+	return entry.prg, nil
+}
+
+func (c *Cache) count(hit bool) {
+	if hit {
+		c.hits.Add(1)
+	} else {
+		c.misses.Add(1)
+	}
+	if c.onCompile != nil {
+		c.onCompile(hit)
+	}
+}
+
+func (c *Cache) compile(kind Kind, expr string) compiled {
+	if !kind.valid() {
+		return compiled{err: newError(kind, ReasonCompileError, "unknown expression kind %q", kind)}
+	}
+	env, err := environmentFor(kind)
+	if err != nil {
+		return compiled{err: newError(kind, ReasonCompileError, "%v", err)}
+	}
+	checked, prg, cerr := env.compile(kind, expr)
+	if cerr != nil {
+		return compiled{err: cerr}
+	}
+	return compiled{prg: &Program{
+		kind:     kind,
+		env:      env,
+		checked:  checked,
+		prg:      prg,
+		uses:     referencedVariables(checked),
+		statuses: c.statuses,
+		memoize:  c.memoize,
+	}}
+}
+
+// Stats returns the number of Compile calls answered from the cache and compiled.
+func (c *Cache) Stats() CacheStats {
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
+}

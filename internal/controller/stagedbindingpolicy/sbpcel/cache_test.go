@@ -1,0 +1,215 @@
+package sbpcel
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCompileCacheCounts(t *testing.T) {
+	var hookHits, hookMisses atomic.Uint64
+	c := NewCache(Options{OnCompile: func(hit bool) {
+		if hit {
+			hookHits.Add(1)
+		} else {
+			hookMisses.Add(1)
+		}
+	}})
+	calls := []struct {
+		kind    Kind
+		expr    string
+		wantErr bool
+	}{
+		{Condition, seedCondition, false},        // miss
+		{Condition, seedCondition, false},        // hit
+		{FailureCondition, seedCondition, false}, // miss: another kind
+		{Filter, seedFilter, false},              // miss
+		{Filter, `combinedStatus != null`, true}, // miss: a compile error
+		{Filter, `combinedStatus != null`, true}, // hit: the error is cached
+		{Filter, seedFilter, false},              // hit
+	}
+	var first *Program
+	var firstErr error
+	for i, call := range calls {
+		prg, err := c.Compile(call.kind, call.expr)
+		if (err != nil) != call.wantErr {
+			t.Fatalf("call %d: error = %v, want error %v", i, err, call.wantErr)
+		}
+		switch i {
+		case 0:
+			first = prg
+		case 1:
+			if prg != first {
+				t.Errorf("a hit returned another program")
+			}
+		case 4:
+			firstErr = err
+		case 5:
+			if !errors.Is(err, firstErr) {
+				t.Errorf("a cached compile error is not the same error")
+			}
+		}
+	}
+	want := CacheStats{Hits: 3, Misses: 4}
+	if diff := cmp.Diff(want, c.Stats()); diff != "" {
+		t.Errorf("Stats() (-want +got):\n%s", diff)
+	}
+	if got := (CacheStats{Hits: hookHits.Load(), Misses: hookMisses.Load()}); got != want {
+		t.Errorf("hook counted %+v, want %+v", got, want)
+	}
+}
+
+func TestCompileCacheIsBounded(t *testing.T) {
+	c := NewCache(Options{ProgramCacheSize: 10}) // raised to the minimum
+	for i := 0; i <= DefaultProgramCacheSize; i++ {
+		if _, err := c.Compile(Filter, fmt.Sprintf("stage.index == %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Compile(Filter, fmt.Sprintf("stage.index == %d", DefaultProgramCacheSize)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compile(Filter, "stage.index == 0"); err != nil { // evicted: the least recently used
+		t.Fatal(err)
+	}
+	want := CacheStats{Hits: 1, Misses: DefaultProgramCacheSize + 2}
+	if diff := cmp.Diff(want, c.Stats()); diff != "" {
+		t.Errorf("Stats() (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatusValuesCache(t *testing.T) {
+	c := NewCache(Options{})
+	objOnly, err := c.Compile(Condition, seedCondition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withResults, err := c.Compile(Condition, `results['deployments-aggregator'][0].count == 1.0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := csInput(t, csDevOne)
+	if _, err := objOnly.Eval(Input{CombinedStatus: in}); err != nil {
+		t.Fatal(err)
+	}
+	sv := c.statuses.values(in)
+	if sv.results != nil || sv.resultErrors != nil {
+		t.Fatalf("derived values built for a program that does not reference them")
+	}
+	for range 3 {
+		if ok, err := withResults.Eval(Input{CombinedStatus: in}); err != nil || !ok {
+			t.Fatalf("Eval() = %v, %v", ok, err)
+		}
+	}
+	if c.statuses.values(in) != sv || sv.results == nil || sv.resultErrors != nil {
+		t.Fatalf("results not cached under the UID and resourceVersion, or resultErrors built needlessly")
+	}
+
+	// A new resourceVersion of the same object replaces the entry.
+	next := csInput(t, csDevTwo)
+	if next.UID != in.UID || next.ResourceVersion == in.ResourceVersion {
+		t.Fatalf("fixtures: want the same UID and another resourceVersion")
+	}
+	if ok, err := withResults.Eval(Input{CombinedStatus: next}); err != nil || ok {
+		t.Fatalf("Eval() on the new version = %v, %v; want false", ok, err)
+	}
+	if got := c.statuses.values(next); got == sv || got.results == nil {
+		t.Errorf("the new version reused the old entry or did not cache its results")
+	}
+	if got := c.statuses.entries.Len(); got != 1 {
+		t.Errorf("status cache holds %d entries for one object, want 1", got)
+	}
+}
+
+func TestConcurrentEval(t *testing.T) {
+	c := NewCache(Options{})
+	exprs := []string{
+		seedCondition,
+		`results['deployments-aggregator'][0].count >= double(size(destinations))`,
+		`resultErrors['deployments-aggregator'].size() == 0 && downsyncClause.group == 'apps'`,
+	}
+	fixtures := []string{csDevOne, csDevTwo, csZero}
+	inputs := make([]*CSInput, len(fixtures))
+	for i, f := range fixtures {
+		inputs[i] = csInput(t, f)
+	}
+	want := [][]bool{{true, false, false}, {true, true, false}, {true, false, false}}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 50 {
+				i, j := (g+n)%len(exprs), n%len(fixtures)
+				prg, err := c.Compile(Condition, exprs[i])
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := prg.Eval(Input{Clause: deploymentClause, CombinedStatus: inputs[j], Destinations: []string{"cluster-dev-1"}})
+				if err != nil || got != want[i][j] {
+					errs <- fmt.Errorf("expr %d on fixture %d = %v, %w; want %v", i, j, got, err, want[i][j])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestRememberedOutcomes(t *testing.T) {
+	c := NewCache(Options{})
+	coverage, err := c.Compile(Condition, `results['deployments-aggregator'][0].count >= double(size(destinations)) && stage.index == 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := c.Compile(Condition, seedCondition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := csInput(t, csDevOne)
+	steps := []struct {
+		prg          *Program
+		destinations []string
+		stage        int
+		want         bool
+		remembered   int // outcomes remembered for cs afterwards
+	}{
+		{coverage, []string{"cluster-dev-1"}, 0, true, 1},
+		{coverage, []string{"cluster-dev-1"}, 0, true, 1},                   // remembered
+		{coverage, []string{"cluster-dev-1", "cluster-dev-2"}, 0, false, 2}, // a cluster joined
+		{coverage, []string{"cluster-dev-1"}, 1, false, 3},                  // another stage
+		{coverage, []string{"cluster-dev-1"}, 0, true, 3},                   // remembered
+		{seed, []string{"cluster-dev-1"}, 0, true, 4},
+		{seed, []string{"a", "b"}, 7, true, 4}, // the seed references neither destinations nor stage
+	}
+	for i, s := range steps {
+		got, err := s.prg.Eval(Input{CombinedStatus: cs, Destinations: s.destinations, Stage: StageRef{Index: s.stage}})
+		if err != nil || got != s.want {
+			t.Fatalf("step %d: Eval() = %v, %v; want %v", i, got, err, s.want)
+		}
+		if n := len(c.statuses.values(cs).outcomes); n != s.remembered {
+			t.Errorf("step %d: %d outcomes remembered, want %d", i, n, s.remembered)
+		}
+	}
+
+	// Errors are remembered too, and stay *Error values.
+	bad := csInput(t, csBadNumber)
+	for range 2 {
+		_, err := coverage.Eval(Input{CombinedStatus: bad, Destinations: []string{"x"}})
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != ReasonInvalidNumber {
+			t.Fatalf("Eval() error = %v, want %s", err, ReasonInvalidNumber)
+		}
+	}
+	if n := len(c.statuses.values(bad).outcomes); n != 1 {
+		t.Errorf("%d outcomes remembered for the bad status, want 1", n)
+	}
+}
