@@ -12,8 +12,8 @@ var benchConditions = []struct {
 	name, expr string
 	want       bool
 }{
-	// The seed condition skips the 1,000-row select collector by name and scans the aggregation's row.
-	{"seed", seedCondition, false},
+	// The README condition skips the 1,000-row select collector by name and scans the aggregation's row.
+	{"readme", readmeCondition, false},
 	{"results", benchResultsCondition, true},
 }
 

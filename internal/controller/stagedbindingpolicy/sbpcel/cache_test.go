@@ -24,13 +24,13 @@ func TestCompileCacheCounts(t *testing.T) {
 		expr    string
 		wantErr bool
 	}{
-		{Condition, seedCondition, false},        // miss
-		{Condition, seedCondition, false},        // hit
-		{FailureCondition, seedCondition, false}, // miss: another kind
-		{Filter, seedFilter, false},              // miss
-		{Filter, `combinedStatus != null`, true}, // miss: a compile error
-		{Filter, `combinedStatus != null`, true}, // hit: the error is cached
-		{Filter, seedFilter, false},              // hit
+		{Condition, readmeCondition, false},        // miss
+		{Condition, readmeCondition, false},        // hit
+		{FailureCondition, readmeCondition, false}, // miss: another kind
+		{Filter, readmeFilter, false},              // miss
+		{Filter, `combinedStatus != null`, true},   // miss: a compile error
+		{Filter, `combinedStatus != null`, true},   // hit: the error is cached
+		{Filter, readmeFilter, false},              // hit
 	}
 	var first *Program
 	var firstErr error
@@ -84,7 +84,7 @@ func TestCompileCacheIsBounded(t *testing.T) {
 
 func TestStatusValuesCache(t *testing.T) {
 	c := NewCache(Options{})
-	objOnly, err := c.Compile(Condition, seedCondition)
+	objOnly, err := c.Compile(Condition, readmeCondition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestStatusValuesCache(t *testing.T) {
 func TestConcurrentEval(t *testing.T) {
 	c := NewCache(Options{})
 	exprs := []string{
-		seedCondition,
+		readmeCondition,
 		`results['deployments-aggregator'][0].count >= double(size(destinations))`,
 		`resultErrors['deployments-aggregator'].size() == 0 && downsyncClause.group == 'apps'`,
 	}
@@ -170,7 +170,7 @@ func TestRememberedOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, err := c.Compile(Condition, seedCondition)
+	readme, err := c.Compile(Condition, readmeCondition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +187,8 @@ func TestRememberedOutcomes(t *testing.T) {
 		{coverage, []string{"cluster-dev-1", "cluster-dev-2"}, 0, false, 2}, // a cluster joined
 		{coverage, []string{"cluster-dev-1"}, 1, false, 3},                  // another stage
 		{coverage, []string{"cluster-dev-1"}, 0, true, 3},                   // remembered
-		{seed, []string{"cluster-dev-1"}, 0, true, 4},
-		{seed, []string{"a", "b"}, 7, true, 4}, // the seed references neither destinations nor stage
+		{readme, []string{"cluster-dev-1"}, 0, true, 4},
+		{readme, []string{"a", "b"}, 7, true, 4}, // the README condition references neither destinations nor stage
 	}
 	for i, s := range steps {
 		got, err := s.prg.Eval(Input{CombinedStatus: cs, Destinations: s.destinations, Stage: StageRef{Index: s.stage}})

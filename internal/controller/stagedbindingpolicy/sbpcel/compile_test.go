@@ -102,10 +102,10 @@ func TestCompileAccepts(t *testing.T) {
 		kind Kind
 		expr string
 	}{
-		"seed filter":                 {Filter, seedFilter},
-		"seed condition":              {Condition, seedCondition},
-		"seed condition as failure":   {FailureCondition, seedCondition},
-		"obj alias":                   {Condition, strings.ReplaceAll(seedCondition, "combinedStatus", "obj")},
+		"README filter":               {Filter, readmeFilter},
+		"README condition":            {Condition, readmeCondition},
+		"README condition as failure": {FailureCondition, readmeCondition},
+		"obj alias":                   {Condition, strings.ReplaceAll(readmeCondition, "combinedStatus", "obj")},
 		"dyn output":                  {Condition, `results['deployments-aggregator'][0].ready`},
 		"has on a column":             {Condition, `obj.results.all(r, r.rows.all(w, w.columns.all(c, !has(c.float) || double(c.float) >= 1.0)))`},
 		"optional field":              {Condition, `obj.results[0].rows[0].columns[0].?float.orValue('') == '1'`},
@@ -136,7 +136,7 @@ func TestReferencedVariables(t *testing.T) {
 		expr string
 		want uses
 	}{
-		"seed":             {seedCondition, useObject},
+		"README":           {readmeCondition, useObject},
 		"obj":              {`obj.metadata.generation > 0`, useObject},
 		"results":          {`results['a'][0].x == 1.0`, useResults},
 		"resultErrors":     {`size(resultErrors) == 0`, useResultErrors},
@@ -168,7 +168,7 @@ func TestEstimatedCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, err := c.Compile(Condition, seedCondition)
+	readme, err := c.Compile(Condition, readmeCondition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,15 +176,15 @@ func TestEstimatedCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seedCost, err := seed.EstimatedCost()
+	readmeCost, err := readme.EstimatedCost()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("estimated cost: results lookup %d, seed condition %d (limit %d)", cheapCost, seedCost, CostLimit)
+	t.Logf("estimated cost: results lookup %d, README condition %d (limit %d)", cheapCost, readmeCost, CostLimit)
 	if cheapCost == 0 || cheapCost > 100 {
 		t.Errorf("lookup cost = %d, want small and positive", cheapCost)
 	}
-	if seedCost < 100*cheapCost {
-		t.Errorf("seed cost %d should reflect the nested loops over results, rows and columns", seedCost)
+	if readmeCost < 100*cheapCost {
+		t.Errorf("README condition cost %d should reflect the nested loops over results, rows and columns", readmeCost)
 	}
 }

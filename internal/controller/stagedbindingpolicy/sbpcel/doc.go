@@ -57,4 +57,8 @@
 // keyed by the program and a hash of the other inputs it references, so a pass over unchanged
 // CombinedStatuses costs a lookup per object. The caller passes the unstructured content from its
 // informer cache and must not modify it.
+//
+// Remembering matters because the runtime cost accounting of cel-go v0.26 makes a comprehension over n
+// elements take time quadratic in n: an expression that visits each of 1,000 rows takes milliseconds,
+// one that looks up a few values microseconds.
 package sbpcel

@@ -68,12 +68,12 @@ func checkEval(t *testing.T, got bool, err error, tc evalCase) {
 	}
 }
 
-func TestSeedCondition(t *testing.T) {
+func TestREADMECondition(t *testing.T) {
 	runEvalCases(t, map[string]evalCase{
-		"one dev cluster: true":                      {expr: seedCondition, cs: csDevOne, want: true},
-		"two dev clusters, every Number is 2: false": {expr: seedCondition, cs: csDevTwo, want: false},
-		"zero reporting clusters: false":             {expr: seedCondition, cs: csZero, want: false},
-		"numbers other than the aggregator: false":   {expr: seedCondition, cs: csNumbers, want: false},
+		"one dev cluster: true":                      {expr: readmeCondition, cs: csDevOne, want: true},
+		"two dev clusters, every Number is 2: false": {expr: readmeCondition, cs: csDevTwo, want: false},
+		"zero reporting clusters: false":             {expr: readmeCondition, cs: csZero, want: false},
+		"numbers other than the aggregator: false":   {expr: readmeCondition, cs: csNumbers, want: false},
 		"a Number 2 does not equal '1'": {
 			expr: `obj.results.exists(r, r.rows.exists(w, w.columns.exists(c, c.type == 'Number' && c.float == '2')))` +
 				` && !obj.results.exists(r, r.rows.exists(w, w.columns.exists(c, c.type == 'Number' && c.float == '1')))`,
@@ -84,14 +84,14 @@ func TestSeedCondition(t *testing.T) {
 				c.type == 'Number' && double(c.float) >= 1.0)))`,
 			cs: csDevTwo, want: true,
 		},
-		"as a failure condition": {kind: FailureCondition, expr: seedCondition, cs: csDevOne, want: true},
+		"as a failure condition": {kind: FailureCondition, expr: readmeCondition, cs: csDevOne, want: true},
 	})
 }
 
 func TestObjAlias(t *testing.T) {
 	c := NewCache(Options{})
 	exprs := []string{
-		seedCondition,
+		readmeCondition,
 		`combinedStatus.metadata.generation == 3 && combinedStatus.metadata.labels['status.kubestellar.io/api-group'] == 'apps'`,
 		`combinedStatus.results.map(r, r.name) == ['deployment-status', 'deployments-aggregator']`,
 		`combinedStatus == combinedStatus`,
@@ -149,7 +149,7 @@ func TestCombinedStatusVariable(t *testing.T) {
 			cs:   csDevOne, want: true,
 		},
 		"has() guards an absent payload": {
-			expr: seedGuarded, cs: csDevOne, want: true,
+			expr: guardedCondition, cs: csDevOne, want: true,
 		},
 		"optional access of an absent field": {
 			expr: `obj.results[0].rows[0].columns[0].?float.orValue('none') == 'none'`, cs: csDevOne, want: true,
@@ -168,8 +168,8 @@ func TestCombinedStatusVariable(t *testing.T) {
 		"results list omitted (no collector exists)": {
 			expr: `!has(obj.results) && size(results) == 0 && size(resultErrors) == 0`, cs: csMetaNginx, want: true,
 		},
-		"seed condition without a results list": {
-			expr: seedCondition, cs: csMetaNginx, wantReason: ReasonEvaluationError, wantMessage: "no such key: results",
+		"README condition without a results list": {
+			expr: readmeCondition, cs: csMetaNginx, wantReason: ReasonEvaluationError, wantMessage: "no such key: results",
 		},
 		"row and aggregation errors": {
 			expr: `obj.results[1].rowErrors[0].wec.clusterId == 'cluster-dev-3' && obj.results[1].aggregationErrors[0].columnName == 'maxAvailable'`,
@@ -178,7 +178,7 @@ func TestCombinedStatusVariable(t *testing.T) {
 	})
 }
 
-const seedGuarded = `obj.results.exists(r, r.rows.exists(w, w.columns.exists(c, has(c.float) && c.float == '1')))`
+const guardedCondition = `obj.results.exists(r, r.rows.exists(w, w.columns.exists(c, has(c.float) && c.float == '1')))`
 
 func TestFilter(t *testing.T) {
 	configMap := DownsyncClause{Version: "v1", Resource: "configmaps", Namespace: "nginx", Name: "nginx-config"}
@@ -189,9 +189,9 @@ func TestFilter(t *testing.T) {
 		"group is never the version": {
 			kind: Filter, expr: `downsyncClause.group == 'v1'`, clause: deploymentClause, want: false,
 		},
-		"seed filter keeps a Deployment": {kind: Filter, expr: seedFilter, clause: deploymentClause, want: true},
-		"seed filter drops a ConfigMap":  {kind: Filter, expr: seedFilter, clause: configMap, want: false},
-		"core group is empty":            {kind: Filter, expr: `downsyncClause.group == '' && downsyncClause.version == 'v1'`, clause: configMap, want: true},
+		"README filter keeps a Deployment": {kind: Filter, expr: readmeFilter, clause: deploymentClause, want: true},
+		"README filter drops a ConfigMap":  {kind: Filter, expr: readmeFilter, clause: configMap, want: false},
+		"core group is empty":              {kind: Filter, expr: `downsyncClause.group == '' && downsyncClause.version == 'v1'`, clause: configMap, want: true},
 		"cluster-scoped namespace is empty": {
 			kind: Filter, expr: `downsyncClause.namespace == '' && downsyncClause.name == 'team-a'`, clause: namespaceClause, want: true,
 		},
@@ -261,7 +261,7 @@ func TestRuntimeErrors(t *testing.T) {
 			wantReason: ReasonNonBoolResult, wantMessage: "null_type",
 		},
 		"no CombinedStatus given": {
-			expr: seedCondition, wantReason: ReasonEvaluationError, wantMessage: "none was given",
+			expr: readmeCondition, wantReason: ReasonEvaluationError, wantMessage: "none was given",
 		},
 		"bad conversion": {
 			expr: `double(obj.results[0].rows[0].columns[0].string) > 0.0`, cs: csDevOne,

@@ -14,8 +14,8 @@ import (
 // strings in "float", lists written as type Object, five labels. They are decoded the way an informer
 // decodes them (integers int64, other numbers float64).
 
-// The seed README's condition, verbatim.
-const seedCondition = `combinedStatus.results.exists(r,
+// The condition of the example in the KubeStellar workload stager's README, verbatim.
+const readmeCondition = `combinedStatus.results.exists(r,
   r.name == 'deployments-aggregator' &&
   r.rows.exists(row,
     row.columns.exists(col,
@@ -24,8 +24,8 @@ const seedCondition = `combinedStatus.results.exists(r,
 )))
 `
 
-// The seed README's filter, verbatim.
-const seedFilter = `downsyncClause.resource == "deployments"`
+// The filter of the same example, verbatim.
+const readmeFilter = `downsyncClause.resource == "deployments"`
 
 const csMetaNginx = `
 apiVersion: control.kubestellar.io/v1alpha1
@@ -236,7 +236,7 @@ func csInput(t testing.TB, doc string) *CSInput {
 	return &CSInput{UID: meta["uid"].(string), ResourceVersion: strconv.FormatUint(h.Sum64(), 10), Object: obj}
 }
 
-// deploymentClause is the Binding entry of the seed's Deployment.
+// deploymentClause is the Binding entry of the README example's Deployment.
 var deploymentClause = DownsyncClause{
 	Group: "apps", Version: "v1", Resource: "deployments", Namespace: "nginx", Name: "nginx-deployment",
 	ResourceVersion: "1234", StatusCollectors: []string{"deployment-status", "deployments-aggregator"},
@@ -249,7 +249,7 @@ var namespaceClause = DownsyncClause{
 }
 
 // bigSelectCS builds a CombinedStatus with one select collector ("deployment-status") of n rows, one
-// per cluster, and the aggregation; every Number is "2" so the seed condition scans everything.
+// per cluster, and the aggregation; every select Number is "2".
 func bigSelectCS(n int, uid, rv string) *CSInput {
 	rows := make([]any, n)
 	for i := range rows {
