@@ -7,11 +7,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
 	"github.com/drover-dev/drover/internal/measure"
 )
 
@@ -37,6 +39,56 @@ func TestPPSPodCarriesTheStatefulSetIdentity(t *testing.T) {
 	}
 	if pod.Spec.PriorityClassName != "" {
 		t.Errorf("the bench's pods must not name the template's absent PriorityClass")
+	}
+}
+
+func TestPPSGatedPodIsTheSamePodHeldBack(t *testing.T) {
+	r := &ppsRun{uid: "uid-1"}
+	pod, bound := r.gatedPod(42), ppsPod("uid-1", 42, "node-07")
+	if pod.Spec.NodeName != "" {
+		t.Errorf("a gated pod cannot be bound: nodeName %q", pod.Spec.NodeName)
+	}
+	if len(pod.Spec.SchedulingGates) != 1 || pod.Spec.SchedulingGates[0].Name != ppsGate {
+		t.Errorf("scheduling gates %v, want %s", pod.Spec.SchedulingGates, ppsGate)
+	}
+	pod.Spec.SchedulingGates, pod.Spec.NodeName = nil, bound.Spec.NodeName
+	if diff := cmp.Diff(bound, pod); diff != "" {
+		t.Errorf("the gated pod differs from the bound one beyond gate and node (-bound +gated):\n%s", diff)
+	}
+}
+
+func TestSteeringProblem(t *testing.T) {
+	rec := kruisev1alpha1.PodState{NodeName: "n1", NodeTopologyLabels: map[string]string{
+		corev1.LabelHostname: "n1", corev1.LabelTopologyZone: "z1"}}
+	steered := func(mods ...func(*corev1.Pod)) *corev1.Pod {
+		p := ppsPod("u", 1, "")
+		p.Annotations = map[string]string{kruisev1alpha1.AnnotationInjectedPersistentPodState: "big"}
+		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "n1"}
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}}}}}}}
+		for _, m := range mods {
+			m(p)
+		}
+		return p
+	}
+	tests := map[string]struct {
+		pod     *corev1.Pod
+		enabled bool
+		want    bool // a problem
+	}{
+		"steered as recorded":          {pod: steered(), enabled: true},
+		"not steered, webhook off":     {pod: ppsPod("u", 1, "")},
+		"steered with the webhook off": {pod: steered(), want: true},
+		"not steered, webhook on":      {pod: ppsPod("u", 1, ""), enabled: true, want: true},
+		"another node":                 {pod: steered(func(p *corev1.Pod) { p.Spec.NodeSelector[corev1.LabelHostname] = "n2" }), enabled: true, want: true},
+		"no zone term":                 {pod: steered(func(p *corev1.Pod) { p.Spec.Affinity = nil }), enabled: true, want: true},
+		"not marked":                   {pod: steered(func(p *corev1.Pod) { p.Annotations = nil }), enabled: true, want: true},
+	}
+	for name, tc := range tests {
+		if got := steeringProblem(tc.pod, rec, "big", tc.enabled); (got != "") != tc.want {
+			t.Errorf("%s: problem %q, want one: %v", name, got, tc.want)
+		}
 	}
 }
 

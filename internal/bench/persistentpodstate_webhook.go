@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,6 +28,8 @@ const (
 	// webhook handlers.
 	ppsCallMetric    = "apiserver_admission_webhook_admission_duration_seconds"
 	ppsHandlerMetric = "controller_runtime_webhook_latency_seconds"
+	// ppsGate is the scheduling gate of the pods the webhook rounds create.
+	ppsGate = "drover.dev/bench-hold"
 )
 
 // webhookTally is what the rounds of one setting (webhook on or off) measured.
@@ -77,28 +81,37 @@ func (t webhookTally) rate() float64 {
 
 // webhook measures pod creates with the pod webhook steering every one of them against the same creates
 // with the webhook kept away from the namespace, in rounds that alternate off and on, so that a drift of the
-// cluster over the run weighs on both sides alike.
+// cluster over the run weighs on both sides alike. The pods are gated (gatedPod), so that only admission is
+// timed; restorePods puts the pods back on their nodes afterwards.
 func (r *ppsRun) webhook(ctx context.Context) error {
+	pps, err := r.getPPS(ctx)
+	if err != nil {
+		return err
+	}
+	st := &steering{records: pps.Status.PodStates, pps: pps.Name}
 	var on, off webhookTally
 	for round := range ppsRounds {
-		if err := r.webhookRound(ctx, round, false, &off); err != nil {
+		if err := r.webhookRound(ctx, round, false, &off, st); err != nil {
 			return err
 		}
-		if err := r.webhookRound(ctx, round, true, &on); err != nil {
+		if err := r.webhookRound(ctx, round, true, &on, st); err != nil {
 			return err
 		}
 	}
 	slices.Sort(on.lat)
 	slices.Sort(off.lat)
 	r.webhookFigures(on, off)
-	return nil
+	return r.restorePods(ctx)
 }
 
-// webhookRound deletes the pods, switches the webhook and creates the pods again, adding what it measured
-// to tally.
-func (r *ppsRun) webhookRound(ctx context.Context, round int, enabled bool, tally *webhookTally) error {
+// webhookRound deletes the pods, waits for the PPS controller to come to rest, switches the webhook and
+// creates the gated pods again, adding what it measured to tally and checking their steering with st.
+func (r *ppsRun) webhookRound(ctx context.Context, round int, enabled bool, tally *webhookTally, st *steering) error {
 	label := fmt.Sprintf("round %d, webhook %s", round+1, onOff(enabled))
 	if err := r.deleteAllPods(ctx); err != nil {
+		return err
+	}
+	if err := r.settle(ctx); err != nil {
 		return err
 	}
 	if err := r.setWebhook(ctx, enabled); err != nil {
@@ -109,7 +122,7 @@ func (r *ppsRun) webhookRound(ctx context.Context, round int, enabled bool, tall
 		return err
 	}
 	start := time.Now()
-	lat, last, err := r.createPods(ctx, label)
+	lat, last, err := r.createPods(ctx, label, r.gatedPod, st.check(enabled))
 	if err != nil {
 		return err
 	}
@@ -120,6 +133,14 @@ func (r *ppsRun) webhookRound(ctx context.Context, round int, enabled bool, tall
 	}
 	tally.lat = append(tally.lat, lat...)
 	tally.add(before, after, apiBefore, apiAfter, enabled)
+	r.checkAdmissions(label, enabled, before, after)
+	st.report(r, label, enabled)
+	return nil
+}
+
+// checkAdmissions checks the pod webhook's admissions of a round: every create injected with the webhook
+// on, none seen with it off.
+func (r *ppsRun) checkAdmissions(label string, enabled bool, before, after []measure.Sample) {
 	adm := map[string]float64{}
 	var total float64
 	for _, res := range []string{ppsmetrics.AdmissionInjected, ppsmetrics.AdmissionNoState, ppsmetrics.AdmissionNotApplicable, ppsmetrics.AdmissionError} {
@@ -133,7 +154,104 @@ func (r *ppsRun) webhookRound(ctx context.Context, round int, enabled bool, tall
 	case !enabled && total != 0:
 		r.problem("%s: the webhook still saw %s with the namespace opted out", label, writeCounts(adm))
 	}
-	return r.waitAllReady(ctx, label+": pods Ready")
+}
+
+// gatedPod is pod i as the webhook rounds create it: held back from scheduling by the gate ppsGate, and so
+// bound to no node (the API server refuses a pod with both). Its create is admission and storage: the
+// scheduler leaves it in its queue, kwok runs no pod without a node, and it never turns Ready, so the PPS
+// controller (which ignores pod creates) runs no pass.
+func (r *ppsRun) gatedPod(i int) *corev1.Pod {
+	pod := ppsPod(r.uid, i, "")
+	pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: ppsGate}}
+	return pod
+}
+
+// restorePods deletes the gated pods and creates the pods again on their nodes, as recorded, for the steps
+// that follow: they need every pod Running and Ready.
+func (r *ppsRun) restorePods(ctx context.Context) error {
+	if err := r.deleteAllPods(ctx); err != nil {
+		return err
+	}
+	if _, _, err := r.createPods(ctx, "pods back on their nodes", r.boundPod, nil); err != nil {
+		return err
+	}
+	return r.waitAllReady(ctx, "pods Ready on their nodes again")
+}
+
+// steering checks the pods the webhook rounds create against the PPS's records, so that the figures are
+// those of a webhook that steers, not of one that admits unchanged.
+type steering struct {
+	records map[string]kruisev1alpha1.PodState
+	pps     string
+	mu      sync.Mutex
+	wrong   []string // "pod: problem", of the current round
+}
+
+// check returns the check of one created pod for a round with the webhook on (enabled) or off.
+func (s *steering) check(enabled bool) func(int, *corev1.Pod) {
+	return func(_ int, pod *corev1.Pod) {
+		if p := steeringProblem(pod, s.records[pod.Name], s.pps, enabled); p != "" {
+			s.mu.Lock()
+			s.wrong = append(s.wrong, pod.Name+": "+p)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// report logs the round's result of the check, records a problem when some pod was wrong, and starts the
+// next round afresh.
+func (s *steering) report(r *ppsRun, label string, enabled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.wrong) > 0 {
+		r.problem("%s: %d of %d pods not as the webhook must leave them, e.g. %v", label, len(s.wrong), r.n, s.wrong[:min(len(s.wrong), 3)])
+	} else if enabled {
+		r.logf("%s: all %d pods came back steered to their recorded node (nodeSelector %s, a preferred %s term)",
+			label, r.n, corev1.LabelHostname, corev1.LabelTopologyZone)
+	} else {
+		r.logf("%s: all %d pods came back unsteered", label, r.n)
+	}
+	s.wrong = nil
+}
+
+// steeringProblem says how pod differs from what the webhook must have made of it: with the webhook on, the
+// injected annotation, its recorded node's hostname in nodeSelector and a preferred term on its recorded
+// zone; off, none of these. "" when it is right.
+func steeringProblem(pod *corev1.Pod, rec kruisev1alpha1.PodState, pps string, enabled bool) string {
+	_, marked := pod.Annotations[kruisev1alpha1.AnnotationInjectedPersistentPodState]
+	if !enabled {
+		if marked || len(pod.Spec.NodeSelector) > 0 || pod.Spec.Affinity != nil {
+			return "steered with the webhook off"
+		}
+		return ""
+	}
+	host, zone := rec.NodeTopologyLabels[corev1.LabelHostname], rec.NodeTopologyLabels[corev1.LabelTopologyZone]
+	switch {
+	case host == "" || zone == "":
+		return "no record with a hostname and a zone"
+	case pod.Annotations[kruisev1alpha1.AnnotationInjectedPersistentPodState] != pps:
+		return "not marked injected"
+	case pod.Spec.NodeSelector[corev1.LabelHostname] != host:
+		return fmt.Sprintf("nodeSelector %v, want %s=%s", pod.Spec.NodeSelector, corev1.LabelHostname, host)
+	case !hasPreferredTerm(pod, corev1.LabelTopologyZone, zone):
+		return "no preferred term " + corev1.LabelTopologyZone + " In [" + zone + "]"
+	}
+	return ""
+}
+
+// hasPreferredTerm reports whether one of pod's preferred node-affinity terms requires key In [value].
+func hasPreferredTerm(pod *corev1.Pod, key, value string) bool {
+	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil {
+		return false
+	}
+	for _, t := range pod.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		for _, e := range t.Preference.MatchExpressions {
+			if e.Key == key && e.Operator == corev1.NodeSelectorOpIn && slices.Equal(e.Values, []string{value}) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func onOff(enabled bool) string {
@@ -170,7 +288,7 @@ func (r *ppsRun) setWebhook(ctx context.Context, enabled bool) error {
 	probes := 0
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		probes++
-		got, err := r.cs.CoreV1().Pods(ppsNamespace).Create(ctx, ppsPod(r.uid, 0, r.nodeOf(0)),
+		got, err := r.cs.CoreV1().Pods(ppsNamespace).Create(ctx, r.gatedPod(0),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, nil //nolint:nilerr // retried until the deadline
@@ -188,8 +306,8 @@ func (r *ppsRun) setWebhook(ctx context.Context, enabled bool) error {
 func (r *ppsRun) webhookFigures(on, off webhookTally) {
 	p50on, p99on := ms(measure.Percentile(on.lat, 50)), ms(measure.Percentile(on.lat, 99))
 	p50off, p99off := ms(measure.Percentile(off.lat, 50)), ms(measure.Percentile(off.lat, 99))
-	how := fmt.Sprintf("%d creates over %d rounds (%d pods each, paced at %d/s with at most %d in flight: %.0f/s achieved), client-side latency of the bench's raw clientset",
-		len(on.lat), ppsRounds, r.n, r.cfg.rate, ppsInflight, on.rate())
+	how := fmt.Sprintf("%d creates over %d rounds (%d pods each, held by the scheduling gate %s, paced at %d/s with at most %d in flight: %.0f/s achieved), client-side latency of the bench's raw clientset",
+		len(on.lat), ppsRounds, r.n, ppsGate, r.cfg.rate, ppsInflight, on.rate())
 	r.figure("webhook_p50_ms", p50on, "ms", "pod create steered by the pod webhook (the PPS has an entry for every pod): "+how)
 	r.figure("webhook_p99_ms", p99on, "ms", "pod create steered by the pod webhook, nearest rank")
 	r.figure("webhook_off_p50_ms", p50off, "ms", fmt.Sprintf(
@@ -227,8 +345,8 @@ func (r *ppsRun) webhookFigures(on, off webhookTally) {
 }
 
 // costFigures reports what the webhook costs in CPU per create, and how busy the PPS controller was while
-// the pods were created: every pod that becomes Ready makes it run a pass over all the pods, in the same
-// process as the webhook.
+// the pods were created: a pod that becomes Ready makes it run a pass over all the pods, in the same process
+// as the webhook, which the gated pods must not do.
 func (r *ppsRun) costFigures(on, off webhookTally) {
 	mOn, aOn := on.cpuPerCreate()
 	mOff, aOff := off.cpuPerCreate()
@@ -240,7 +358,7 @@ func (r *ppsRun) costFigures(on, off webhookTally) {
 	secs := on.secs + off.secs
 	if secs > 0 {
 		r.figure("pps_busy_pct_during_creates", 100*(on.busy+off.busy)/secs, "%", fmt.Sprintf(
-			"time the PPS controller spent in passes while the rounds' pods were created (%.0f passes in %.0f s, %.0f ms each on average; every pod turning Ready asks for one)",
+			"time the PPS controller spent in passes while the rounds' pods were created (%.0f passes in %.0f s, %.0f ms each on average; the gated pods never turn Ready, so about 0)",
 			on.passes+off.passes, secs, 1000*(on.busy+off.busy)/max(on.passes+off.passes, 1)))
 	}
 }

@@ -2,12 +2,12 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -132,11 +132,7 @@ func (h *podPersistentPodStateHandler) steer(ctx context.Context, req admission.
 		// No entry, or nothing of it to inject (no recorded label, only conflicts or dropped keys).
 		return ppsmetrics.AdmissionNoState, admission.Allowed(""), nil
 	}
-	patched, err := patchedPod(req.Object.Raw, before, pod)
-	if err != nil {
-		return "", admission.Response{}, err
-	}
-	return ppsmetrics.AdmissionInjected, admission.PatchResponseFromRaw(req.Object.Raw, patched), nil
+	return ppsmetrics.AdmissionInjected, admission.Patched("", patchOps(before, pod)...), nil
 }
 
 // supported returns the group/kind of the controller owner and whether it may be tracked: a built-in target
@@ -173,18 +169,24 @@ func (h *podPersistentPodStateHandler) nodeGone(ctx context.Context) func(string
 	}
 }
 
-// steeringFields are the parts of a pod inject.Pod may change, as they were before it ran.
+// steeringFields are the parts of a pod inject.Pod may change, as they were before it ran: which of the
+// objects and lists holding them were present in the request (a JSON null decodes as absent), the
+// annotations' and nodeSelector's entries, and the number of preferred node-affinity terms.
 type steeringFields struct {
 	annotations, nodeSelector map[string]string
+	affinity, nodeAffinity    bool
 	preferred                 int
 }
 
 func steeringFieldsOf(pod *corev1.Pod) steeringFields {
-	return steeringFields{
+	f := steeringFields{
 		annotations:  maps.Clone(pod.Annotations),
 		nodeSelector: maps.Clone(pod.Spec.NodeSelector),
+		affinity:     pod.Spec.Affinity != nil,
 		preferred:    len(preferredTermsOf(pod)),
 	}
+	f.nodeAffinity = f.affinity && pod.Spec.Affinity.NodeAffinity != nil
+	return f
 }
 
 func preferredTermsOf(pod *corev1.Pod) []corev1.PreferredSchedulingTerm {
@@ -194,67 +196,57 @@ func preferredTermsOf(pod *corev1.Pod) []corev1.PreferredSchedulingTerm {
 	return pod.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution
 }
 
-// patchedPod returns the request's pod raw with what inject.Pod changed on pod: annotations and nodeSelector
-// entries set key by key, and the appended preferred terms added after the request's own. Nothing else of
-// the request's JSON is re-encoded, so the patch holds only the injection.
-func patchedPod(raw []byte, before steeringFields, pod *corev1.Pod) ([]byte, error) {
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("decoding the pod: %w", err)
+// patchOps returns the JSON patch operations that turn the request's pod (before) into pod, as inject.Pod
+// changed it: inject.Pod only sets annotation and nodeSelector entries and appends preferred terms, so
+// every operation is an "add". An entry that is new or changed is added under its map, or the whole map is
+// added when the request had none; the new terms are appended to the request's list (path "/-"), or the
+// list, the node affinity or the affinity holding them is added when the request lacked it. Nothing of the
+// request is decoded again or diffed, and the patch holds only the injection.
+func patchOps(before steeringFields, pod *corev1.Pod) []jsonpatch.JsonPatchOperation {
+	ops := mapOps(nil, "/metadata/annotations", before.annotations, pod.Annotations)
+	ops = mapOps(ops, "/spec/nodeSelector", before.nodeSelector, pod.Spec.NodeSelector)
+	terms := preferredTermsOf(pod)
+	if len(terms) <= before.preferred {
+		return ops
 	}
-	var err error
-	set := func(value any, path ...string) {
-		if err == nil {
-			doc, err = applyPatchOperation(doc, "add", jsonPointer(path...), value)
-		}
+	added := terms[before.preferred:]
+	nodeAffinity := &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: added}
+	const preferredPath = "/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution"
+	switch {
+	case !before.affinity:
+		return append(ops, addOp("/spec/affinity", &corev1.Affinity{NodeAffinity: nodeAffinity}))
+	case !before.nodeAffinity:
+		return append(ops, addOp("/spec/affinity/nodeAffinity", nodeAffinity))
+	case before.preferred == 0: // absent, null or empty: the list is set whole
+		return append(ops, addOp(preferredPath, added))
 	}
-	for k, v := range pod.Annotations {
-		if old, ok := before.annotations[k]; !ok || old != v {
-			set(v, "metadata", "annotations", k)
-		}
+	for i := range added {
+		ops = append(ops, addOp(preferredPath+"/-", &added[i]))
 	}
-	for k, v := range pod.Spec.NodeSelector {
-		if old, ok := before.nodeSelector[k]; !ok || old != v {
-			set(v, "spec", "nodeSelector", k)
-		}
-	}
-	if terms := preferredTermsOf(pod); len(terms) > before.preferred {
-		set(appendTerms(doc, terms[before.preferred:]), "spec", "affinity", "nodeAffinity",
-			"preferredDuringSchedulingIgnoredDuringExecution")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("patching the pod: %w", err)
-	}
-	return json.Marshal(doc)
+	return ops
 }
 
-// appendTerms returns the request's preferred node-affinity terms (doc is the request's pod) followed by
-// terms.
-func appendTerms(doc any, terms []corev1.PreferredSchedulingTerm) []any {
-	var list []any
-	if m, ok := doc.(map[string]any); ok {
-		spec, _ := m["spec"].(map[string]any)
-		affinity, _ := spec["affinity"].(map[string]any)
-		nodeAffinity, _ := affinity["nodeAffinity"].(map[string]any)
-		list, _ = nodeAffinity["preferredDuringSchedulingIgnoredDuringExecution"].([]any)
+// mapOps appends to ops the operations that turn the string map at path from before into after, which
+// holds every key of before: the whole map when before was absent, else one "add" per new or changed key,
+// in key order.
+func mapOps(ops []jsonpatch.JsonPatchOperation, path string, before, after map[string]string) []jsonpatch.JsonPatchOperation {
+	if maps.Equal(after, before) {
+		return ops
 	}
-	out := slices.Clone(list)
-	for _, t := range terms {
-		var v any
-		if b, err := json.Marshal(t); err == nil && json.Unmarshal(b, &v) == nil {
-			out = append(out, v)
+	if before == nil {
+		return append(ops, addOp(path, after))
+	}
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if old, ok := before[k]; !ok || old != after[k] {
+			ops = append(ops, addOp(path+"/"+pointerEscaper.Replace(k), after[k]))
 		}
 	}
-	return out
+	return ops
 }
 
-// jsonPointer joins path segments into a JSON pointer, escaping "~" and "/".
-func jsonPointer(path ...string) string {
-	esc := strings.NewReplacer("~", "~0", "/", "~1")
-	var b strings.Builder
-	for _, p := range path {
-		b.WriteByte('/')
-		b.WriteString(esc.Replace(p))
-	}
-	return b.String()
+func addOp(path string, value any) jsonpatch.JsonPatchOperation {
+	return jsonpatch.JsonPatchOperation{Operation: "add", Path: path, Value: value}
 }
+
+// pointerEscaper escapes a key as a JSON pointer segment ("~" and "/").
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

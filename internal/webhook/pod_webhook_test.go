@@ -199,11 +199,44 @@ func TestPodPersistentPodStateHandler(t *testing.T) {
 					map[string]any{"weight": 10, "preference": map[string]any{"matchExpressions": []any{
 						map[string]any{"key": "disk", "operator": "In", "values": []any{"ssd"}}}}}}}})),
 			wantPaths: []string{"add /metadata/annotations/kruise.io~1injected-persistent-pod-state",
-				"add /spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution/1",
+				"add /spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution/-",
 				"add /spec/nodeSelector/kubernetes.io~1hostname", "add /spec/nodeSelector/topology.kubernetes.io~1zone"},
 			wantPod: injectedPod(map[string]string{"disk": "ssd", zoneLabel: "zone-a", hostLabel: "node-a"},
 				map[string]string{"a": "b", kruisev1alpha1.AnnotationInjectedPersistentPodState: "web-pps"}, diskTerm, zoneTerm),
 			wantCounts: map[string]float64{"injected": 1},
+		},
+		"parents present but empty or partial: entries added under them": {
+			raw: ownedPod(podMeta("annotations", map[string]any{}), podSpec("nodeSelector", map[string]any{}),
+				podSpec("affinity", map[string]any{"podAffinity": map[string]any{}})),
+			wantPaths: []string{"add /metadata/annotations/kruise.io~1injected-persistent-pod-state", "add /spec/affinity/nodeAffinity",
+				"add /spec/nodeSelector/kubernetes.io~1hostname", "add /spec/nodeSelector/topology.kubernetes.io~1zone"},
+			wantPod: func() *corev1.Pod {
+				p := injectedPod(both, injected, zoneTerm)
+				p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{}
+				return p
+			}(),
+			wantCounts: map[string]float64{"injected": 1},
+		},
+		"required node affinity only, nulls elsewhere: the preferred list added whole": {
+			raw: ownedPod(podMeta("annotations", nil), podSpec("nodeSelector", nil),
+				podSpec("affinity", map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+					"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+						map[string]any{"key": "disk", "operator": "In", "values": []any{"ssd"}}}}}}}})),
+			wantPaths: []string{"add /metadata/annotations",
+				"add /spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution", "add /spec/nodeSelector"},
+			wantPod: func() *corev1.Pod {
+				p := injectedPod(both, injected, zoneTerm)
+				p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{diskTerm.Preference}}
+				return p
+			}(),
+			wantCounts: map[string]float64{"injected": 1},
+		},
+		"a stale injected annotation is overwritten": {
+			raw: ownedPod(podMeta("annotations", map[string]any{kruisev1alpha1.AnnotationInjectedPersistentPodState: "old-pps"})),
+			wantPaths: []string{"add /metadata/annotations/kruise.io~1injected-persistent-pod-state", "add /spec/affinity",
+				"add /spec/nodeSelector"},
+			wantPod: injectedPod(both, injected, zoneTerm), wantCounts: map[string]float64{"injected": 1},
 		},
 		"namespace taken from the request": {
 			raw: ownedPod(podMeta("namespace", "")), wantPaths: fullPaths, wantPod: injectedPod(both, injected, zoneTerm),
