@@ -27,6 +27,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/kit"
+	"github.com/drover-dev/drover/internal/kubestellarsim"
 	"github.com/drover-dev/drover/internal/scheme"
 )
 
@@ -36,6 +37,10 @@ var (
 	k8sClient client.Client // direct client (no cache): what a user sees
 	cancelMgr context.CancelFunc
 	mgrDone   chan error
+	// sim plays KubeStellar for StagedBindingPolicy: Bindings, CombinedStatuses, scripted cluster reports.
+	sim       *kubestellarsim.Sim
+	cancelSim context.CancelFunc
+	simDone   chan error
 )
 
 func TestIntegration(t *testing.T) {
@@ -56,7 +61,8 @@ var _ = BeforeSuite(func() {
 	root := repoRoot()
 	testEnv = &envtest.Environment{
 		BinaryAssetsDirectory: filepath.Join(root, "bin", "k8s"),
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		// drover's CRDs, and KubeStellar's with the minimal ManagedCluster for StagedBindingPolicy.
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "config", "crd", "kubestellar")},
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(root, "config", "webhook")},
@@ -70,7 +76,21 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	startManager()
+	startSim()
 })
+
+// startSim runs kssim in-process against the suite's API server, with no delays.
+func startSim() {
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	cancelSim = cancel
+	sim = kubestellarsim.New(kubestellarsim.Config{Logger: ctrl.Log.WithName("kssim")})
+	simDone = make(chan error, 1)
+	go func() {
+		defer GinkgoRecover()
+		simDone <- sim.Start(ctx, cfg)
+	}()
+	Eventually(sim.Ready()).Should(BeClosed())
+}
 
 // startManager runs drover's controllers and webhooks the way cmd/drover-manager wires them.
 func startManager() {
@@ -99,7 +119,7 @@ func startManager() {
 	cancelMgr = cancel
 	started, err := controller.Setup(ctx, mgr, registry, enabled, true)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(started).To(ConsistOf("nodepool", "yurtappdaemon", "uniteddaemonset", "tapp", "persistentpodstate"))
+	Expect(started).To(ConsistOf("nodepool", "yurtappdaemon", "uniteddaemonset", "tapp", "persistentpodstate", "stagedbindingpolicy"))
 
 	mgrDone = make(chan error, 1)
 	go func() {
@@ -111,6 +131,10 @@ func startManager() {
 }
 
 var _ = AfterSuite(func() {
+	if cancelSim != nil {
+		cancelSim()
+		Eventually(simDone, time.Minute).Should(Receive(BeNil()))
+	}
 	if cancelMgr != nil {
 		cancelMgr()
 		Eventually(mgrDone, time.Minute).Should(Receive(BeNil()))

@@ -1,0 +1,127 @@
+package integration
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
+	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
+	"github.com/drover-dev/drover/internal/kubestellarsim"
+	"github.com/drover-dev/drover/internal/testutil"
+)
+
+// The stager's README example, applied verbatim, against kssim: the dev BindingPolicy first, prod once the
+// condition over the dev Deployment's CombinedStatus holds, Completed once prod reports.
+var _ = Describe("StagedBindingPolicy, the stager's example", Ordered, func() {
+	const name = "nginx-staged-bindingpolicy"
+	ctx := context.Background()
+	var ns string
+
+	BeforeAll(func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbp-seed-"}}
+		Expect(k8sClient.Create(ctx, n)).To(Succeed())
+		ns = n.Name
+		for name, env := range map[string]string{"seed-dev": "dev", "seed-prod-1": "prod", "seed-prod-2": "prod"} {
+			createManagedCluster(ctx, name, map[string]string{"env": env})
+		}
+		subject := controlv1alpha1.Expression("returned.status.availableReplicas")
+		Expect(k8sClient.Create(ctx, &controlv1alpha1.StatusCollector{
+			ObjectMeta: metav1.ObjectMeta{Name: "deployments-aggregator"},
+			Spec: controlv1alpha1.StatusCollectorSpec{CombinedFields: []controlv1alpha1.NamedAggregator{
+				{Name: "count", Type: controlv1alpha1.AggregatorTypeCount},
+				{Name: "available", Type: controlv1alpha1.AggregatorTypeSum, Subject: &subject},
+			}, Limit: 20},
+		})).To(Succeed())
+		createDeployment(ctx, ns, "nginx", map[string]string{"app.kubernetes.io/name": "nginx"})
+	})
+
+	It("applies verbatim and places dev first, with drover's labels and controller reference", func() {
+		sbp, err := testutil.SeedSBP()
+		Expect(err).NotTo(HaveOccurred())
+		sbp.Generation = 0
+		Expect(k8sClient.Create(ctx, sbp)).To(Succeed())
+
+		Eventually(sbpProgress(ctx, name)).Should(Equal("dev/Progressing"))
+		Eventually(bindingPolicyNames(ctx, name)).Should(Equal([]string{stageName(name, "dev")}))
+		bp := getBindingPolicy(ctx, stageName(name, "dev"))
+		Expect(bp.Labels).To(HaveKeyWithValue(communityv1alpha1.LabelStagedBindingPolicy, name))
+		Expect(bp.Labels).To(HaveKeyWithValue(communityv1alpha1.LabelStage, "dev"))
+		Expect(bp.Spec.ClusterSelectors).To(Equal([]metav1.LabelSelector{{MatchLabels: map[string]string{"env": "dev"}}}))
+		Expect(bp.Spec.Downsync).To(Equal(getSBP(ctx, name).Spec.Downsync))
+		ref := metav1.GetControllerOf(bp)
+		Expect(ref).NotTo(BeNil())
+		Expect(ref.UID).To(Equal(getSBP(ctx, name).UID))
+		Expect(ref.BlockOwnerDeletion).To(Equal(ptr.To(true)))
+	})
+
+	It("does not promote while the condition is false", func() {
+		// The dev cluster has not reported: the aggregator's row reads count "0", available "0".
+		Eventually(sbpCondition(ctx, name, communityv1alpha1.ConditionProgressing)).
+			Should(Equal("True/" + communityv1alpha1.ReasonConditionNotMet))
+		Consistently(sbpProgress(ctx, name), 2*time.Second).Should(Equal("dev/Progressing"))
+	})
+
+	It("promotes to prod once the dev cluster reports, handing over create-before-delete", func() {
+		devName, prodName := stageName(name, "dev"), stageName(name, "prod")
+		Expect(sim.SetReturnedStatus("seed-dev", kubestellarsim.ObjectRef{Group: "apps", Resource: "deployments", Namespace: ns, Name: "nginx"},
+			map[string]any{"availableReplicas": int64(1)})).To(Succeed())
+
+		// Follow the handover: whenever dev is gone, prod must exist and be current.
+		Eventually(func(g Gomega) {
+			dev, prod := getBindingPolicy(ctx, devName), getBindingPolicy(ctx, prodName)
+			if dev == nil || dev.DeletionTimestamp != nil {
+				g.Expect(prod).NotTo(BeNil(), "dev left before prod existed")
+				g.Expect(prod.Status.ObservedGeneration).To(BeNumerically(">=", prod.Generation), "dev left before prod was current")
+			}
+			g.Expect(dev).To(BeNil())
+		}).WithPolling(20 * time.Millisecond).Should(Succeed())
+		sbp := getSBP(ctx, name)
+		Expect(sbp.Status.Stages).To(HaveLen(2))
+		Expect(sbp.Status.Stages[0].Result).To(Equal(communityv1alpha1.StageSucceeded))
+	})
+
+	It("completes once prod reports, keeping the prod BindingPolicy", func() {
+		// prod has no condition: it passes once its Deployment has a CombinedStatus of the prod BindingPolicy.
+		Eventually(sbpProgress(ctx, name)).Should(Equal("prod/Completed"))
+		Expect(sbpCondition(ctx, name, communityv1alpha1.ConditionReady)()).To(Equal("True/" + communityv1alpha1.ReasonRolloutCompleted))
+		Consistently(bindingPolicyNames(ctx, name), time.Second).Should(Equal([]string{stageName(name, "prod")}))
+		events := sbpEvents(ctx, name)()
+		Expect(count(events, "StageActivated")).To(Equal(2))
+		Expect(count(events, "StageSucceeded")).To(Equal(1))
+		Expect(count(events, "RolloutCompleted")).To(Equal(1))
+	})
+
+	It("makes no write at rest", func() {
+		before := getSBP(ctx, name).ResourceVersion
+		bp := getBindingPolicy(ctx, stageName(name, "prod")).ResourceVersion
+		// Nudge the policy with an annotation: a pass runs and must find nothing to write.
+		sbp := getSBP(ctx, name)
+		patch := client.MergeFrom(sbp.DeepCopy())
+		sbp.Annotations = map[string]string{"nudge": "1"}
+		Expect(k8sClient.Patch(ctx, sbp, patch)).To(Succeed())
+		nudged := getSBP(ctx, name).ResourceVersion
+		Expect(nudged).NotTo(Equal(before))
+		Consistently(func() string { return getSBP(ctx, name).ResourceVersion }, 2*time.Second).Should(Equal(nudged))
+		Expect(getBindingPolicy(ctx, stageName(name, "prod")).ResourceVersion).To(Equal(bp))
+	})
+
+	It("leaves the generated BindingPolicies to garbage collection on delete (owner references)", func() {
+		sbp := getSBP(ctx, name)
+		Expect(k8sClient.Delete(ctx, sbp)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &communityv1alpha1.StagedBindingPolicy{}))
+		}).Should(BeTrue())
+		// envtest has no garbage collector: the BindingPolicy's controller reference is what GC follows.
+		bp := getBindingPolicy(ctx, stageName(name, "prod"))
+		Expect(metav1.GetControllerOf(bp).UID).To(Equal(sbp.UID))
+		Expect(k8sClient.Delete(ctx, bp)).To(Succeed())
+	})
+})
