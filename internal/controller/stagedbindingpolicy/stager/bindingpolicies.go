@@ -106,7 +106,8 @@ func MergeDesired(existing, desired *controlv1alpha1.BindingPolicy) *controlv1al
 			refs = append(refs, r)
 		}
 	}
-	out.OwnerReferences = append(refs, ref)
+	refs = append(refs, ref)
+	out.OwnerReferences = refs
 	return out
 }
 

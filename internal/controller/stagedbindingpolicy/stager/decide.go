@@ -86,10 +86,15 @@ func Decide(in Input) *Decision {
 		return p.finish()
 	}
 	p.resolve()
+	if p.active < 0 { // the active stage vanished while paused: only the pause itself is recorded
+		p.pauseOrResume()
+		return p.finish()
+	}
 	p.bookkeeping()
 	p.observeBindingPolicies()
 	p.progress()
 	p.plan()
+	p.pruneHistory() // a stage activated by this pass joins the history in spec order
 	return p.finish()
 }
 

@@ -46,6 +46,14 @@ func (p *pass) resolve() {
 		if entryOf(p.st, p.st.ActiveStage) == nil {
 			p.adoptUpstreamProgress(i)
 		}
+	case p.paused():
+		// The active stage left the spec while the rollout is paused: a pause freezes transitions, so the
+		// replacement waits for the resume. Nothing of the status moves meanwhile.
+		p.active = -1
+		msg := fmt.Sprintf("the active stage %s is no longer in the spec; the stage at its position takes over on resume", p.st.ActiveStage)
+		p.reason, p.message = communityv1alpha1.ReasonBindingPolicyPending, msg
+		p.bp = bpState{reason: communityv1alpha1.ReasonPending, message: msg}
+		return
 	default:
 		p.replaceVanished()
 	}

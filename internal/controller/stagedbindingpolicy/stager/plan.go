@@ -51,6 +51,9 @@ func (p *pass) ensure(i int, want *controlv1alpha1.BindingPolicy) bool {
 	switch ownershipOf(have, p.sbp.UID) {
 	case missing:
 		p.d.Writes = append(p.d.Writes, Write{Kind: WriteCreate, Stage: i, Desired: want})
+		// Re-creating the active stage's BindingPolicy (someone deleted it) restarts the stage's clock, even if
+		// no pass recorded the UID of the incarnation that went. At activation the clock starts now anyway.
+		p.restartClock(i)
 		return false
 	case adoptable:
 		p.d.Writes = append(p.d.Writes, Write{Kind: WriteAdopt, Stage: i, Desired: want, Existing: have})
@@ -63,12 +66,21 @@ func (p *pass) ensure(i int, want *controlv1alpha1.BindingPolicy) bool {
 	}
 	if !upToDate(have, want) {
 		p.d.Writes = append(p.d.Writes, Write{Kind: WriteUpdate, Stage: i, Desired: want, Existing: have})
-		if e := entryOf(p.st, want.Labels[communityv1alpha1.LabelStage]); i == p.active && e != nil && e.Result == communityv1alpha1.StageActive {
-			now := metav1.NewTime(p.now.Time)
-			e.ClockStartedAt = &now
-		}
+		p.restartClock(i)
 		return false
 	}
 	ok, _ := Current(have, p.in.Observed.Bindings[want.Name])
 	return ok
+}
+
+// restartClock restarts the clock of stage i if it is the active stage and gated (drover changes its
+// BindingPolicy, so the evidence gathered so far no longer counts, and neither does its time).
+func (p *pass) restartClock(i int) {
+	if i != p.active {
+		return
+	}
+	if e := p.activeEntry(); e != nil && e.Result == communityv1alpha1.StageActive {
+		now := metav1.NewTime(p.now.Time)
+		e.ClockStartedAt = &now
+	}
 }

@@ -123,8 +123,10 @@ func (p *pass) activateNext() {
 	p.activate(p.active)
 	p.d.Events.Normal(EventStageActivated, actionRollout, nil, "Stage %s activated: BindingPolicy %s", name,
 		BindingPolicyName(p.sbp.Name, name))
-	p.reason = communityv1alpha1.ReasonBindingPolicyPending
-	p.message = fmt.Sprintf("BindingPolicy %s is being created", BindingPolicyName(p.sbp.Name, name))
+	// The BindingPolicy judged before the promotion was the previous stage's: judge the new active one's, so
+	// the committed status does not call a BindingPolicy that does not exist yet ready.
+	p.bp = p.judgeActive()
+	p.reason, p.message = waitingReasonOf(p.bp.reason), p.bp.message
 	p.transitioned = true
 }
 

@@ -77,8 +77,10 @@ func (p *pass) setPhaseAndConditions() {
 		if ok {
 			status = metav1.ConditionTrue
 		}
+		// The transition time comes from the pass's clock, as every time of the status does (SetStatusCondition
+		// would take the wall clock); it is kept when the status does not change.
 		meta.SetStatusCondition(&p.st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
-			Message: truncate(message), ObservedGeneration: p.sbp.Generation})
+			Message: truncate(message), ObservedGeneration: p.sbp.Generation, LastTransitionTime: p.now})
 	}
 	completed := phase == communityv1alpha1.PhaseCompleted
 	set(communityv1alpha1.ConditionReady, completed, readyReason(phase), readyMessage(phase, p.st.ActiveStage))
@@ -128,15 +130,20 @@ func (p *pass) setHalted(set setFunc, phase communityv1alpha1.Phase) {
 		set(communityv1alpha1.ConditionHalted, false, communityv1alpha1.ReasonNotHalted, "")
 		return
 	}
-	reason, message := p.haltReason, ""
-	if e := p.activeEntry(); e != nil {
-		message = e.Message
-	}
-	if reason == "" { // halted by an earlier pass: the reason stays
-		reason = communityv1alpha1.ReasonFailureCondition
+	if p.haltReason == "" {
+		// Halted by an earlier pass: the condition stays as that pass set it (with an invalid spec the active
+		// stage is not even resolved, so its entry cannot be read).
 		if c := meta.FindStatusCondition(p.old.Conditions, communityv1alpha1.ConditionHalted); c != nil && c.Status == metav1.ConditionTrue {
-			reason = c.Reason
+			set(communityv1alpha1.ConditionHalted, true, c.Reason, c.Message)
+			return
 		}
+	}
+	reason, message := p.haltReason, ""
+	if reason == "" {
+		reason = communityv1alpha1.ReasonFailureCondition
+	}
+	if e := p.activeEntry(); e != nil && !p.invalid {
+		message = e.Message
 	}
 	set(communityv1alpha1.ConditionHalted, true, reason, message)
 }
