@@ -86,6 +86,7 @@ build: ## Build the manager and the local-cluster and bench commands into bin/.
 	go build -o $(BIN)/drover-manager ./cmd/drover-manager
 	go build -o $(BIN)/drover-local ./cmd/drover-local
 	go build -o $(BIN)/drover-bench ./cmd/drover-bench
+	go build -o $(BIN)/kssim ./cmd/kssim
 
 .PHONY: run
 run: tools-k8s build ## Run the whole system on this machine (local cluster, samples, manager log). Ctrl-C stops it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ const (
 	Scheduler         = "kube-scheduler"
 	Kwok              = "kwok"
 	Manager           = "drover-manager"
+	Kssim             = "kssim"
 )
 
 // Cluster is a running local cluster. Stop it with Stop.
@@ -56,9 +58,13 @@ type Cluster struct {
 	scheme   *runtime.Scheme
 	env      *envtest.Environment
 	logFiles []*os.File
+	procsMu  sync.Mutex
 	procs    []*process // started by this package, in start order
-	pids     *pidRecorder
-	webhooks int // webhook configurations installed
+	manager  *process   // the running manager process, nil when skipped
+	// managerArgs and managerEnv are the manager's command line and environment, for RestartManager.
+	managerArgs, managerEnv []string
+	pids                    *pidRecorder
+	webhooks                int // webhook configurations installed
 
 	failOnce sync.Once
 	failed   chan struct{}
@@ -102,6 +108,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}{
 		{"control plane", c.startControlPlane},
 		{"components", c.startComponents},
+		{"kssim", c.startKssim},
 		{"manager", c.startManager},
 		{"nodes", c.startNodes},
 	}
@@ -166,8 +173,11 @@ func (c *Cluster) Stop() error {
 		began := time.Now()
 		close(c.stopMonitor)
 		var errs []error
-		for i := len(c.procs) - 1; i >= 0; i-- {
-			if err := c.procs[i].stop(c.opts.StopTimeout); err != nil {
+		c.procsMu.Lock()
+		procs := slices.Clone(c.procs)
+		c.procsMu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			if err := procs[i].stop(c.opts.StopTimeout); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -235,14 +245,10 @@ func (c *Cluster) openLog(name string) (*os.File, error) {
 }
 
 // run starts one of the cluster's processes, records its PID and reports an unexpected exit through Failed.
-func (c *Cluster) run(name, path string, args, env []string) error {
-	p, err := startProcess(name, path, args, env, c.LogPath(name))
+func (c *Cluster) run(name, path string, args, env []string) (*process, error) {
+	p, err := c.startRecorded(name, path, args, env)
 	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, p)
-	if err := c.pids.add(ProcessRecord{Name: name, PID: p.pid(), Path: path}); err != nil {
-		return err
+		return nil, err
 	}
 	go func() {
 		select {
@@ -253,8 +259,24 @@ func (c *Cluster) run(name, path string, args, env []string) error {
 		case <-c.stopMonitor:
 		}
 	}()
+	return p, nil
+}
+
+// startRecorded starts a process with its log at LogPath(name), records its PID in pids.json and adds it
+// to the processes Stop stops.
+func (c *Cluster) startRecorded(name, path string, args, env []string) (*process, error) {
+	p, err := startProcess(name, path, args, env, c.LogPath(name))
+	if err != nil {
+		return nil, err
+	}
+	c.procsMu.Lock()
+	c.procs = append(c.procs, p)
+	c.procsMu.Unlock()
+	if err := c.pids.add(ProcessRecord{Name: name, PID: p.pid(), Path: path}); err != nil {
+		return p, err
+	}
 	c.log.V(1).Info("Started process", "name", name, "pid", p.pid(), "log", p.logPath)
-	return nil
+	return p, nil
 }
 
 // watchExternal reports the exit of a process started by envtest (it does not expose the exit itself).

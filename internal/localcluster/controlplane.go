@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 			return fmt.Errorf("%s is missing: build the control plane with `make tools-k8s` (hack/build-tools.sh k8s)", c.bin(name))
 		}
 	}
-	env, err := c.newEnvironment(ctx)
+	env, err := c.newEnvironment()
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 }
 
 // newEnvironment configures envtest: binaries from BinDir, state and logs under Dir, the CRDs and webhooks.
-func (c *Cluster) newEnvironment(ctx context.Context) (*envtest.Environment, error) {
+func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 	etcdLog, err := c.openLog(Etcd)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func (c *Cluster) newEnvironment(ctx context.Context) (*envtest.Environment, err
 		Scheme:                   c.scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  c.opts.StopTimeout,
-		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: c.crdPaths(ctx), MaxTime: 2 * time.Minute},
+		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: c.crdPaths(), MaxTime: 2 * time.Minute},
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths:            webhookPaths,
 			LocalServingHost: "127.0.0.1",
@@ -148,21 +149,22 @@ func (c *Cluster) writeAdminKubeconfig() error {
 	return nil
 }
 
-// crdPaths returns drover's CRD directories that exist and KubeStellar's control.kubestellar.io CRD files.
-func (c *Cluster) crdPaths(ctx context.Context) []string {
+// crdPaths returns drover's CRD directories that exist and, unless skipped, the KubeStellar CRD directory
+// (envtest skips the files there that hold no CRD, such as kustomization.yaml).
+func (c *Cluster) crdPaths() []string {
+	dirs := c.opts.CRDDirs
+	if !c.opts.SkipKubeStellar {
+		dirs = append(slices.Clone(dirs), c.opts.KubeStellarCRDDir)
+	}
 	var paths []string
-	for _, d := range c.opts.CRDDirs {
+	for _, d := range dirs {
 		if !fileExists(d) {
 			c.log.Info("CRD directory does not exist, skipping it", "path", d)
 			continue
 		}
 		paths = append(paths, d)
 	}
-	files, why := c.opts.kubeStellarCRDFiles(ctx)
-	if len(files) == 0 {
-		c.log.Info("KubeStellar CRDs not installed", "reason", why)
-	}
-	return append(paths, files...)
+	return paths
 }
 
 // waitCRDsEstablished waits until every installed CRD has the Established condition.
@@ -210,7 +212,7 @@ func (c *Cluster) startComponents(ctx context.Context) error {
 		"--secure-port=" + strconv.Itoa(kcmPort),
 		"--cert-dir=" + filepath.Join(c.Dir, "kube-controller-manager"),
 	}
-	if err := c.run(ControllerManager, c.bin(ControllerManager), append(kcm, c.opts.ControllerManagerArgs...), childEnv()); err != nil {
+	if _, err := c.run(ControllerManager, c.bin(ControllerManager), append(kcm, c.opts.ControllerManagerArgs...), childEnv()); err != nil {
 		return err
 	}
 	schedPort, err := freePort()
@@ -224,7 +226,7 @@ func (c *Cluster) startComponents(ctx context.Context) error {
 		"--secure-port=" + strconv.Itoa(schedPort),
 		"--cert-dir=" + filepath.Join(c.Dir, "kube-scheduler"),
 	}
-	if err := c.run(Scheduler, c.bin(Scheduler), append(sched, c.opts.SchedulerArgs...), childEnv()); err != nil {
+	if _, err := c.run(Scheduler, c.bin(Scheduler), append(sched, c.opts.SchedulerArgs...), childEnv()); err != nil {
 		return err
 	}
 	if err := c.startKwok(ctx, kubeconfig); err != nil {
@@ -268,7 +270,7 @@ func (c *Cluster) startKwok(ctx context.Context, kubeconfig string) error {
 	if err := os.MkdirAll(home, 0o750); err != nil {
 		return err
 	}
-	err = c.run(Kwok, c.bin(Kwok), append(args, c.opts.KwokArgs...), childEnv("HOME="+home))
+	_, err = c.run(Kwok, c.bin(Kwok), append(args, c.opts.KwokArgs...), childEnv("HOME="+home))
 	return err
 }
 

@@ -69,7 +69,7 @@ func (c *Cluster) startManager(ctx context.Context) error {
 	c.WebhookPort = c.env.WebhookInstallOptions.LocalServingPort
 	c.MetricsAddr = "127.0.0.1:" + strconv.Itoa(metricsPort)
 	c.ProbeAddr = "127.0.0.1:" + strconv.Itoa(probePort)
-	args := []string{
+	c.managerArgs = []string{
 		"--kubeconfig=" + kubeconfigPath,
 		"--leader-elect=true",
 		"--leader-election-namespace=" + ManagerNamespace,
@@ -79,18 +79,24 @@ func (c *Cluster) startManager(ctx context.Context) error {
 		"--metrics-bind-address=" + c.MetricsAddr,
 		"--health-probe-bind-address=" + c.ProbeAddr,
 	}
-	args = append(args, c.opts.ManagerArgs...)
-	if err := c.run(Manager, c.opts.ManagerBinary, args, childEnv("POD_NAMESPACE="+ManagerNamespace)); err != nil {
+	c.managerArgs = append(c.managerArgs, c.opts.ManagerArgs...)
+	c.managerEnv = childEnv("POD_NAMESPACE=" + ManagerNamespace)
+	if c.manager, err = c.run(Manager, c.opts.ManagerBinary, c.managerArgs, c.managerEnv); err != nil {
 		return err
 	}
+	if err := c.waitManagerServing(ctx); err != nil {
+		return err
+	}
+	return c.waitLeaderLease(ctx, " (log: "+c.ManagerLog()+")")
+}
+
+// waitManagerServing waits until the manager answers /readyz and the API server reaches its webhooks.
+func (c *Cluster) waitManagerServing(ctx context.Context) error {
 	logHint := " (log: " + c.ManagerLog() + ")"
 	if err := c.poll(ctx, "the manager's /readyz"+logHint, httpOK("http://"+c.ProbeAddr+"/readyz")); err != nil {
 		return err
 	}
-	if err := c.waitWebhooks(ctx, logHint); err != nil {
-		return err
-	}
-	return c.waitLeaderLease(ctx, logHint)
+	return c.waitWebhooks(ctx, logHint)
 }
 
 // createManagerIdentity creates drover-system, the ServiceAccount, and binds it to every Role and

@@ -1,7 +1,7 @@
 // Package localcluster starts and stops drover's local cluster: etcd and kube-apiserver (through
 // controller-runtime's envtest), kube-controller-manager, kube-scheduler, kwok with fake nodes spread over
-// three NodePools and three zones, drover's and KubeStellar's CRDs, drover's webhooks and the real manager
-// binary running as a ServiceAccount bound to its generated RBAC role.
+// three NodePools and three zones, drover's and KubeStellar's CRDs, kssim (the KubeStellar stand-in),
+// drover's webhooks and the real manager binary running as a ServiceAccount bound to its generated RBAC role.
 //
 // Every process is started from the binaries in bin/k8s and listens on 127.0.0.1 only, on ports chosen free
 // at start. State and logs live under Options.Dir (one log file per process, see Cluster.LogPath); the PIDs
@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/version"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -73,10 +72,18 @@ type Options struct {
 	// CRDDirs are installed before anything else starts. Default: <root>/config/crd/bases (skipped with a
 	// log line when it does not exist yet).
 	CRDDirs []string
-	// KubeStellarCRDDir holds KubeStellar's CRDs; the control.kubestellar.io ones are installed. Default:
-	// config/crd/bases of github.com/kubestellar/kubestellar in the Go module cache. When it cannot be
-	// found, Start logs one line and goes on without them.
+	// KubeStellarCRDDir holds KubeStellar's control.kubestellar.io CRDs and OCM's ManagedCluster CRD, installed
+	// with drover's. Default: <root>/config/crd/kubestellar.
 	KubeStellarCRDDir string
+	// SkipKubeStellar installs neither KubeStellar's CRDs nor runs kssim.
+	SkipKubeStellar bool
+	// KssimBinary is the KubeStellar stand-in (cmd/kssim). Default: <root>/bin/kssim.
+	KssimBinary string
+	// KssimArgs are appended to kssim's command line (after the flags Start sets, so they override them).
+	KssimArgs []string
+	// SkipKssim starts everything but kssim; KubeStellar's CRDs are still installed.
+	SkipKssim bool
+
 	// WebhookManifests are the generated webhook configurations; envtest rewrites them to
 	// https://127.0.0.1:<port> with a generated CA. Default: <root>/config/webhook/manifests.yaml (no
 	// webhooks when it does not exist).
@@ -123,44 +130,7 @@ func (o Options) complete(ctx context.Context) (Options, error) {
 			return o, err
 		}
 	}
-	root := o.RepoRoot
-	def := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-		*p = abs(root, *p)
-	}
-	def(&o.Dir, filepath.Join(root, ".local", "cluster"))
-	def(&o.Kubeconfig, filepath.Join(filepath.Dir(o.Dir), "kubeconfig"))
-	def(&o.BinDir, filepath.Join(root, "bin", "k8s"))
-	def(&o.ManagerBinary, filepath.Join(root, "bin", "drover-manager"))
-	def(&o.WebhookManifests, filepath.Join(root, "config", "webhook", "manifests.yaml"))
-	if o.ManagerLease == "" {
-		o.ManagerLease = DefaultManagerLease
-	}
-	if o.CRDDirs == nil {
-		o.CRDDirs = []string{filepath.Join(root, "config", "crd", "bases")}
-	}
-	if o.RBACFiles == nil {
-		o.RBACFiles = []string{filepath.Join(root, "config", "rbac", "role.yaml"),
-			filepath.Join(root, "config", "rbac", "aggregated_role.yaml")}
-		if le := filepath.Join(root, "config", "rbac", "leader_election_role.yaml"); fileExists(le) {
-			o.RBACFiles = append(o.RBACFiles, le)
-		}
-	}
-	// Copies, so that the caller's slices are not rewritten.
-	o.CRDDirs, o.RBACFiles, o.KwokStages = slices.Clone(o.CRDDirs), slices.Clone(o.RBACFiles), slices.Clone(o.KwokStages)
-	for _, list := range [][]string{o.CRDDirs, o.RBACFiles, o.KwokStages} {
-		for i := range list {
-			list[i] = abs(root, list[i])
-		}
-	}
-	if o.KubeStellarCRDDir != "" {
-		o.KubeStellarCRDDir = abs(root, o.KubeStellarCRDDir)
-	}
-	if o.KwokStageDir != "" {
-		o.KwokStageDir = abs(root, o.KwokStageDir)
-	}
+	o.completePaths()
 	if o.Nodes == 0 {
 		if o.Nodes, err = NodesFromEnv(); err != nil {
 			return o, err
@@ -176,6 +146,48 @@ func (o Options) complete(ctx context.Context) (Options, error) {
 		o.StopTimeout = 20 * time.Second
 	}
 	return o, nil
+}
+
+// completePaths fills in the default paths and makes every path absolute, relative to the repository root.
+func (o *Options) completePaths() {
+	root := o.RepoRoot
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+		*p = abs(root, *p)
+	}
+	def(&o.Dir, filepath.Join(root, ".local", "cluster"))
+	def(&o.Kubeconfig, filepath.Join(filepath.Dir(o.Dir), "kubeconfig"))
+	def(&o.BinDir, filepath.Join(root, "bin", "k8s"))
+	def(&o.ManagerBinary, filepath.Join(root, "bin", "drover-manager"))
+	def(&o.WebhookManifests, filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	def(&o.KubeStellarCRDDir, filepath.Join(root, "config", "crd", "kubestellar"))
+	def(&o.KssimBinary, filepath.Join(root, "bin", "kssim"))
+	if o.ManagerLease == "" {
+		o.ManagerLease = DefaultManagerLease
+	}
+	if o.CRDDirs == nil {
+		o.CRDDirs = []string{filepath.Join(root, "config", "crd", "bases")}
+	}
+	if o.RBACFiles == nil {
+		o.RBACFiles = []string{filepath.Join(root, "config", "rbac", "role.yaml"),
+			filepath.Join(root, "config", "rbac", "aggregated_role.yaml")}
+		if le := filepath.Join(root, "config", "rbac", "leader_election_role.yaml"); fileExists(le) {
+			o.RBACFiles = append(o.RBACFiles, le)
+		}
+	}
+	// Copies, so that the caller's slices are not rewritten.
+	o.CRDDirs, o.RBACFiles, o.KwokStages = slices.Clone(o.CRDDirs), slices.Clone(o.RBACFiles), slices.Clone(o.KwokStages)
+	o.ManagerArgs, o.KssimArgs = slices.Clone(o.ManagerArgs), slices.Clone(o.KssimArgs)
+	for _, list := range [][]string{o.CRDDirs, o.RBACFiles, o.KwokStages} {
+		for i := range list {
+			list[i] = abs(root, list[i])
+		}
+	}
+	if o.KwokStageDir != "" {
+		o.KwokStageDir = abs(root, o.KwokStageDir)
+	}
 }
 
 // NodesFromEnv returns $DROVER_LOCAL_NODES, or DefaultNodes when it is unset.
@@ -262,27 +274,6 @@ func (o Options) kwokStageFiles(ctx context.Context) ([]string, error) {
 	return append(files, o.KwokStages...), nil
 }
 
-// kubeStellarCRDFiles returns KubeStellar's control.kubestellar.io CRD files, or nil (with the reason) when
-// they are not available.
-func (o Options) kubeStellarCRDFiles(ctx context.Context) ([]string, string) {
-	dir := o.KubeStellarCRDDir
-	if dir == "" {
-		modDir, err := goListModuleDir(ctx, o.RepoRoot, "github.com/kubestellar/kubestellar")
-		if err != nil {
-			modDir = newestInModCache(ctx, "github.com/kubestellar/kubestellar")
-		}
-		if modDir == "" {
-			return nil, "module github.com/kubestellar/kubestellar is not in the module cache"
-		}
-		dir = filepath.Join(modDir, "config", "crd", "bases")
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "control.kubestellar.io_*.yaml"))
-	if len(files) == 0 {
-		return nil, "no control.kubestellar.io CRDs in " + dir
-	}
-	return files, ""
-}
-
 // goListModuleDir runs `go list -m -f {{.Dir}} module` in dir.
 func goListModuleDir(ctx context.Context, dir, module string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", module)
@@ -300,27 +291,6 @@ func goListModuleDir(ctx context.Context, dir, module string) (string, error) {
 		return "", fmt.Errorf("module %s is not downloaded", module)
 	}
 	return d, nil
-}
-
-// newestInModCache returns the directory of the highest version of module in the module cache.
-func newestInModCache(ctx context.Context, module string) string {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		return ""
-	}
-	dirs, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(module)+"@v*"))
-	var best string
-	var bestV *version.Version
-	for _, d := range dirs {
-		v, err := version.ParseSemantic(d[strings.LastIndex(d, "@")+1:])
-		if err != nil {
-			continue
-		}
-		if bestV == nil || v.GreaterThan(bestV) {
-			best, bestV = d, v
-		}
-	}
-	return best
 }
 
 func abs(root, p string) string {

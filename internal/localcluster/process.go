@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,6 +127,14 @@ func (r *pidRecorder) add(rec ProcessRecord) error {
 	defer r.mu.Unlock()
 	r.file.Processes = append(r.file.Processes, rec)
 	return writeJSON(r.path, r.file)
+}
+
+// drop forgets the process pid (one that has exited); a failed write leaves a record KillRecorded skips.
+func (r *pidRecorder) drop(pid int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.file.Processes = slices.DeleteFunc(r.file.Processes, func(p ProcessRecord) bool { return p.PID == pid })
+	_ = writeJSON(r.path, r.file)
 }
 
 func (r *pidRecorder) remove() { _ = os.Remove(r.path) }

@@ -24,8 +24,8 @@ import (
 const FieldOwner = "drover-local"
 
 // ApplyDir server-side applies every object in the *.yaml, *.yml and *.json files of dir (kustomization
-// files excepted), in file name order; namespaced objects without a namespace go to "default". A missing
-// directory applies nothing. It returns "Kind/name" for each object applied.
+// files excepted), in file name order (ApplyFile). A missing directory applies nothing. It returns
+// "Kind/name" for each object applied.
 func ApplyDir(ctx context.Context, c client.Client, dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -40,21 +40,33 @@ func ApplyDir(ctx context.Context, c client.Client, dir string) ([]string, error
 		if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") || strings.HasPrefix(e.Name(), "kustomization.") {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
-		data, err := os.ReadFile(filepath.Clean(path))
+		done, err := ApplyFile(ctx, c, filepath.Join(dir, e.Name()))
+		applied = append(applied, done...)
 		if err != nil {
 			return applied, err
 		}
-		objs, err := decodeYAML(data)
-		if err != nil {
-			return applied, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return applied, nil
+}
+
+// ApplyFile server-side applies the objects of one YAML or JSON file, in order; namespaced objects without
+// a namespace go to "default". An object whose kind is not served yet (its CRD was applied just before) is
+// retried for up to 30 seconds. It returns "Kind/name" for each object applied.
+func ApplyFile(ctx context.Context, c client.Client, path string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		return nil, err
+	}
+	objs, err := decodeYAML(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var applied []string
+	for _, o := range objs {
+		if err := applyObject(ctx, c, o); err != nil {
+			return applied, fmt.Errorf("applying %s %s from %s: %w", o.GetKind(), o.GetName(), path, err)
 		}
-		for _, o := range objs {
-			if err := applyObject(ctx, c, o); err != nil {
-				return applied, fmt.Errorf("applying %s %s from %s: %w", o.GetKind(), o.GetName(), path, err)
-			}
-			applied = append(applied, o.GetKind()+"/"+o.GetName())
-		}
+		applied = append(applied, o.GetKind()+"/"+o.GetName())
 	}
 	return applied, nil
 }

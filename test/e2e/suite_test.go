@@ -84,13 +84,16 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// On a failed spec, attach the end of the manager's log (and any crash of a cluster process) to its report.
+// On a failed spec, attach the end of the manager's and kssim's logs (and any crash of a cluster process) to its report.
 var _ = AfterEach(func() {
 	if !CurrentSpecReport().Failed() || cluster == nil {
 		return
 	}
 	failures++
 	AddReportEntry("manager log (end of "+cluster.ManagerLog()+")", localcluster.TailFile(cluster.ManagerLog(), 30))
+	if kssimLog := cluster.LogPath(localcluster.Kssim); fileSize(kssimLog) > 0 {
+		AddReportEntry("kssim log (end of "+kssimLog+")", localcluster.TailFile(kssimLog, 20))
+	}
 	if err := cluster.Err(); err != nil {
 		AddReportEntry("cluster process failure", err.Error())
 	}

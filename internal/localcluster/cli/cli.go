@@ -22,10 +22,12 @@ import (
 )
 
 const usage = `drover-local starts drover's local cluster: etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, kwok with fake nodes in three NodePools, drover's CRDs and webhooks, and the manager.
+kube-scheduler, kwok with fake nodes in three NodePools, drover's and KubeStellar's CRDs, kssim (the
+KubeStellar stand-in), drover's webhooks and the manager.
 
 Usage:
-  drover-local up     [flags]   start the cluster in the background; prints the KUBECONFIG line
+  drover-local up     [flags]   start the cluster in the background, apply config/samples; prints the
+                                KUBECONFIG line
   drover-local down   [flags]   stop it, and every process it started
   drover-local run    [flags]   start it in the foreground, apply config/samples, show the manager's log;
                                 Ctrl-C stops everything
@@ -43,6 +45,8 @@ type config struct {
 	binDir     string
 	kwokStages stringList
 	timeout    time.Duration
+	samples    bool
+	noKssim    bool
 
 	stdout, stderr io.Writer
 	log            logr.Logger
@@ -101,6 +105,8 @@ func (c *config) flags(name string) *flag.FlagSet {
 	fs.StringVar(&c.binDir, "bin-dir", "bin/k8s", "Directory of etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok.")
 	fs.Var(&c.kwokStages, "kwok-stage", "Extra kwok stage configuration file (repeatable).")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "How long start-up may take.")
+	fs.BoolVar(&c.samples, "samples", true, "Apply config/samples once the cluster is ready (run and up).")
+	fs.BoolVar(&c.noKssim, "no-kssim", false, "Do not run kssim, the KubeStellar stand-in (KubeStellar's CRDs are still installed).")
 	return fs
 }
 
@@ -142,6 +148,7 @@ func (c *config) options() localcluster.Options {
 		ManagerBinary: c.manager,
 		Nodes:         c.nodes,
 		KwokStages:    c.kwokStages,
+		SkipKssim:     c.noKssim,
 		StartTimeout:  c.timeout,
 		Logger:        c.log,
 	}
@@ -150,7 +157,8 @@ func (c *config) options() localcluster.Options {
 // serveArgs are the arguments up gives the daemon: the same settings, every path absolute.
 func (c *config) serveArgs() []string {
 	args := []string{"serve", "--dir=" + c.dir, "--manager=" + c.manager, "--bin-dir=" + c.binDir,
-		fmt.Sprintf("--nodes=%d", c.nodes), "--timeout=" + c.timeout.String()}
+		fmt.Sprintf("--nodes=%d", c.nodes), "--timeout=" + c.timeout.String(),
+		fmt.Sprintf("--samples=%t", c.samples), fmt.Sprintf("--no-kssim=%t", c.noKssim)}
 	for _, s := range c.kwokStages {
 		args = append(args, "--kwok-stage="+s)
 	}

@@ -94,6 +94,11 @@ func (c *config) serve() error {
 	}
 	_ = writeStatus(c.statusFile(), status{State: "starting"})
 	cluster, err := c.startCluster(ctx)
+	if err == nil {
+		if _, err = c.applySamples(ctx, cluster); err != nil {
+			err = errors.Join(err, c.stopCluster(cluster))
+		}
+	}
 	if err != nil {
 		_ = writeStatus(c.statusFile(), status{State: "failed", Error: err.Error()})
 		return err
@@ -176,13 +181,12 @@ func (c *config) run() error {
 
 // showCluster applies the samples and prints the status and the KUBECONFIG line.
 func (c *config) showCluster(ctx context.Context, cluster *localcluster.Cluster, began time.Time) error {
-	samples := c.root + "/config/samples"
-	applied, err := localcluster.ApplyDir(ctx, cluster.Client, samples)
+	applied, err := c.applySamples(ctx, cluster)
 	if err != nil {
-		return fmt.Errorf("applying the samples: %w", err)
+		return err
 	}
 	fmt.Fprintf(c.stdout, "\n==> Local cluster ready in %s; %d sample object(s) applied from %s\n",
-		time.Since(began).Round(time.Second), len(applied), samples)
+		time.Since(began).Round(time.Second), len(applied), c.samplesDir())
 	for _, a := range applied {
 		fmt.Fprintln(c.stdout, "    "+a)
 	}
@@ -193,9 +197,25 @@ func (c *config) showCluster(ctx context.Context, cluster *localcluster.Cluster,
 	if err := localcluster.WriteStatus(ctx, cluster.Client, c.stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "\nLogs: %s\nTalk to the cluster with:\n    %s\n    %s get np\n",
-		cluster.LogDir(), c.exportLine(), c.binDir+"/kubectl")
+	kubectl := c.binDir + "/kubectl"
+	fmt.Fprintf(c.stdout, "\nLogs: %s\nTalk to the cluster with:\n    %s\n    %s get np\n    %s get sbp -w    # the staged rollout sample: dev, prod, Completed\n",
+		cluster.LogDir(), c.exportLine(), kubectl, kubectl)
 	return nil
+}
+
+func (c *config) samplesDir() string { return filepath.Join(c.root, "config", "samples") }
+
+// applySamples applies config/samples (unless --samples=false), in file-name order.
+func (c *config) applySamples(ctx context.Context, cluster *localcluster.Cluster) ([]string, error) {
+	if !c.samples {
+		return nil, nil
+	}
+	applied, err := localcluster.ApplyDir(ctx, cluster.Client, c.samplesDir())
+	if err != nil {
+		return applied, fmt.Errorf("applying the samples: %w", err)
+	}
+	c.log.Info("Applied the samples", "objects", len(applied), "dir", c.samplesDir())
+	return applied, nil
 }
 
 // runningDaemon returns the PID in the PID file when that process is a live drover-local.

@@ -23,7 +23,7 @@ const (
 // contributing one row to a select collector.
 const (
 	maxClusters   = 1000 // rows of a select collector, destinations
-	maxCollectors = 16   // results of one CombinedStatus
+	maxCollectors = 4    // results of one CombinedStatus (objects name one or two collectors)
 	maxColumns    = 16   // columns of one row
 	maxErrors     = 1000 // rowErrors / aggregationErrors of one result
 	maxLabels     = 64   // labels or annotations

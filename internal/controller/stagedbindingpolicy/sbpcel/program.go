@@ -79,7 +79,7 @@ type Program struct {
 func (p *Program) Kind() Kind { return p.kind }
 
 // EstimatedCost returns the checker's worst-case cost estimate of one evaluation, assuming up to 1,000
-// rows per collector and destinations, 16 collectors and 16 columns. It is only advice (a webhook may
+// rows per collector and destinations, 4 collectors and 16 columns. It is only advice (a webhook may
 // warn when it passes CostLimit): the runtime limit is what stops an evaluation.
 func (p *Program) EstimatedCost() (uint64, error) {
 	p.costOnce.Do(func() { p.cost, p.costErr = p.env.estimatedCost(p.checked) })

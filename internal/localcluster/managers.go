@@ -1,0 +1,169 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// What a test needs to exercise leader election and restarts: stop and restart the cluster's manager, run
+// more managers next to it, and read who holds the Lease.
+
+// ManagerProcess is an additional manager started by StartExtraManager: the same binary, ServiceAccount and
+// flags as the cluster's manager, with ports of its own. Cluster.Stop stops it too; its exit is never
+// reported through Failed.
+type ManagerProcess struct {
+	// Name is the process name, the base name of its log.
+	Name string
+	// PID is the process ID.
+	PID int
+	// LogPath is its log file.
+	LogPath string
+	// MetricsAddr, ProbeAddr and WebhookAddr are its endpoints (host:port); the API server never calls
+	// its webhooks.
+	MetricsAddr, ProbeAddr, WebhookAddr string
+
+	p *process
+}
+
+// StartExtraManager starts another manager process named name (log <Dir>/logs/<name>.log) with the
+// cluster's manager flags, its own metrics, probe and webhook ports, and args appended last. It returns
+// once the process answers /readyz; with leader election on (the default) it is then a candidate for the
+// Lease, not necessarily its holder.
+func (c *Cluster) StartExtraManager(ctx context.Context, name string, args ...string) (*ManagerProcess, error) {
+	if c.manager == nil {
+		return nil, errors.New("the cluster runs no manager (Options.SkipManager)")
+	}
+	if name == "" || name == Manager || slices.ContainsFunc(c.Processes(), func(r ProcessRecord) bool { return r.Name == name }) {
+		return nil, fmt.Errorf("process name %q is empty or already used", name)
+	}
+	var ports [3]int
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	m := &ManagerProcess{
+		Name:        name,
+		LogPath:     c.LogPath(name),
+		MetricsAddr: "127.0.0.1:" + strconv.Itoa(ports[0]),
+		ProbeAddr:   "127.0.0.1:" + strconv.Itoa(ports[1]),
+		WebhookAddr: "127.0.0.1:" + strconv.Itoa(ports[2]),
+	}
+	// A repeated flag takes its last value: these override the cluster manager's ports.
+	all := append(slices.Clone(c.managerArgs),
+		"--metrics-bind-address="+m.MetricsAddr,
+		"--health-probe-bind-address="+m.ProbeAddr,
+		"--webhook-port="+strconv.Itoa(ports[2]))
+	p, err := c.startRecorded(name, c.opts.ManagerBinary, append(all, args...), c.managerEnv)
+	if err != nil {
+		return nil, err
+	}
+	m.p, m.PID = p, p.pid()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ready := httpOK("http://" + m.ProbeAddr + "/readyz")
+	err = c.poll(ctx, name+"'s /readyz (log: "+m.LogPath+")", func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, p.crashError()
+		}
+		return ready(ctx)
+	})
+	if err != nil {
+		_ = m.Stop(c.opts.StopTimeout)
+		return nil, err
+	}
+	return m, nil
+}
+
+// Kill sends SIGKILL and waits for the exit: the process leaves its Lease held until it expires.
+func (m *ManagerProcess) Kill() error { return m.p.kill() }
+
+// Stop sends SIGTERM (the manager releases its Lease), then SIGKILL after timeout.
+func (m *ManagerProcess) Stop(timeout time.Duration) error { return m.p.stop(timeout) }
+
+// Exited reports whether the process has exited.
+func (m *ManagerProcess) Exited() bool { return m.p.exited() }
+
+// ManagerPID is the PID of the cluster's manager process (0 when it is skipped).
+func (c *Cluster) ManagerPID() int {
+	if c.manager == nil {
+		return 0
+	}
+	return c.manager.pid()
+}
+
+// StopManager stops the cluster's manager on purpose: SIGTERM (it releases its Lease on the way out) or,
+// with kill, SIGKILL (the Lease stays held until it expires). The exit is not reported through Failed, and
+// the API server's calls to the webhooks fail until RestartManager.
+func (c *Cluster) StopManager(kill bool) error {
+	if c.manager == nil {
+		return errors.New("the cluster runs no manager (Options.SkipManager)")
+	}
+	if kill {
+		return c.manager.kill()
+	}
+	return c.manager.stop(c.opts.StopTimeout)
+}
+
+// RestartManager starts the cluster's manager again with the same flags, ports and log (appended to),
+// stopping it first with SIGTERM if it still runs. It returns once /readyz answers and the webhooks are
+// reachable. It does not wait for the Lease, which another manager may hold: see LeaseHolder.
+func (c *Cluster) RestartManager(ctx context.Context) error {
+	if c.manager == nil {
+		return errors.New("the cluster runs no manager (Options.SkipManager)")
+	}
+	if err := c.manager.stop(c.opts.StopTimeout); err != nil {
+		return err
+	}
+	c.pids.drop(c.manager.pid())
+	p, err := c.run(Manager, c.opts.ManagerBinary, c.managerArgs, c.managerEnv)
+	if err != nil {
+		return err
+	}
+	c.manager = p
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return c.waitManagerServing(ctx)
+}
+
+// LeaseHolder returns the holder identity of the manager's leader-election Lease (Options.ManagerLease);
+// "" when it is not held or does not exist.
+func (c *Cluster) LeaseHolder(ctx context.Context) (string, error) {
+	var lease coordinationv1.Lease
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: ManagerNamespace, Name: c.opts.ManagerLease}, &lease)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		return "", err
+	}
+	return *lease.Spec.HolderIdentity, nil
+}
+
+// kill sends SIGKILL and waits for the exit; the exit is not reported as a crash.
+func (p *process) kill() error {
+	p.stopping.Store(true)
+	if p.exited() {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !p.exited() {
+		return fmt.Errorf("killing %s (pid %d): %w", p.name, p.pid(), err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) survived SIGKILL", p.name, p.pid())
+	}
+}
