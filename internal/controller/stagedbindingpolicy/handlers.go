@@ -3,6 +3,7 @@ package stagedbindingpolicy
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +37,26 @@ func policyOfBindingPolicy(ctx context.Context, reader client.Reader, name strin
 func bindingHandler(reader client.Reader) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return requestFor(policyOfBindingPolicy(ctx, reader, obj.GetName()))
+	})
+}
+
+// namedBindingPolicyHandler enqueues, on every change of a BindingPolicy, the policies whose stages give
+// their BindingPolicies its name but that do not control it: a stage waiting on someone else's BindingPolicy
+// with its name (a conflict) goes on once that one is deleted, and one the stager left is adopted. The
+// controlling policy comes through Owns.
+func namedBindingPolicyHandler(reader client.Reader) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var list communityv1alpha1.StagedBindingPolicyList
+		if err := reader.List(ctx, &list, client.MatchingFields{IndexPolicyBindingPolicyNames: obj.GetName()}); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range list.Items {
+			if c := metav1.GetControllerOfNoCopy(obj); c == nil || c.UID != list.Items[i].UID {
+				out = append(out, requestFor(list.Items[i].Name)...)
+			}
+		}
+		return out
 	})
 }
 

@@ -4,7 +4,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
+	"github.com/drover-dev/drover/internal/controller/stagedbindingpolicy/stager"
 	"github.com/drover-dev/drover/internal/index"
 )
 
@@ -16,6 +18,9 @@ const (
 	IndexBindingPolicyController = "sbp.controllerUID"
 	// IndexCombinedStatusBindingPolicy indexes CombinedStatuses by their binding-policy label.
 	IndexCombinedStatusBindingPolicy = "sbp.bindingPolicy"
+	// IndexPolicyBindingPolicyNames indexes StagedBindingPolicies by the names their stages give their
+	// BindingPolicies.
+	IndexPolicyBindingPolicyNames = "sbp.bindingPolicyNames"
 )
 
 // combinedStatusObject is the type CombinedStatuses are cached and read as: unstructured, so that the CEL
@@ -38,6 +43,7 @@ func Indexes() []index.Index {
 	return []index.Index{
 		{Object: &controlv1alpha1.BindingPolicy{}, Field: IndexBindingPolicyController, Extract: index.ControllerUIDValues},
 		{Object: combinedStatusObject(), Field: IndexCombinedStatusBindingPolicy, Extract: combinedStatusBindingPolicy},
+		{Object: &communityv1alpha1.StagedBindingPolicy{}, Field: IndexPolicyBindingPolicyNames, Extract: stageBindingPolicyNames},
 	}
 }
 
@@ -46,4 +52,16 @@ func combinedStatusBindingPolicy(obj client.Object) []string {
 		return []string{name}
 	}
 	return nil
+}
+
+func stageBindingPolicyNames(obj client.Object) []string {
+	sbp, ok := obj.(*communityv1alpha1.StagedBindingPolicy)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(sbp.Spec.Stages))
+	for _, s := range sbp.Spec.Stages {
+		out = append(out, stager.BindingPolicyName(sbp.Name, s.Name))
+	}
+	return out
 }

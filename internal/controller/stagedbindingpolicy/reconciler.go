@@ -79,7 +79,7 @@ func (r *Reconciler) run(ctx context.Context, sbp *communityv1alpha1.StagedBindi
 	start time.Time, o *kit.Outcome) {
 	committed := false
 	if d.Commit {
-		if d.Promotion && !r.promotionHolds(ctx, sbp, d.PromotionGuard) {
+		if d.Promotion && !r.promotionHolds(ctx, &d.Status, d.PromotionGuard) {
 			o.Conflict() // the cache was ahead of the API server or behind it: decide again
 			return
 		}
@@ -140,15 +140,16 @@ func sameStatus(stored, want *communityv1alpha1.StagedBindingPolicyStatus) bool 
 
 // promotionHolds re-reads the BindingPolicy a promotion relies on, and its Binding, from the API server and
 // confirms they are still current and of the incarnation the cache showed: a promotion never rests on a
-// cache that is behind.
-func (r *Reconciler) promotionHolds(ctx context.Context, sbp *communityv1alpha1.StagedBindingPolicy, name string) bool {
+// cache that is behind. The incarnation is the one the status to commit records: the pass may have recorded
+// it just now (a BindingPolicy adopted, or seen current for the first time), before any status holds it.
+func (r *Reconciler) promotionHolds(ctx context.Context, status *communityv1alpha1.StagedBindingPolicyStatus, name string) bool {
 	bp, binding, err := r.readLive(ctx, name)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Re-reading the active BindingPolicy before a promotion failed", "bindingPolicy", name, "error", err.Error())
 		return false
 	}
 	var recorded string
-	for _, e := range sbp.Status.Stages {
+	for _, e := range status.Stages {
 		if e.BindingPolicyName == name && e.Result != communityv1alpha1.StageSuperseded {
 			recorded = string(e.BindingPolicyUID)
 		}

@@ -90,6 +90,7 @@ func (s *setup) run(_ context.Context, mgr manager.Manager) error {
 		Named(ControllerName).
 		For(&communityv1alpha1.StagedBindingPolicy{}, builder.WithPredicates(changed)).
 		Owns(&controlv1alpha1.BindingPolicy{}).
+		Watches(&controlv1alpha1.BindingPolicy{}, namedBindingPolicyHandler(mgr.GetClient())).
 		Watches(&controlv1alpha1.Binding{}, bindingHandler(mgr.GetClient())).
 		Watches(combinedStatusObject(), combinedStatusHandler{reader: mgr.GetClient()}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(s.opts.Workers, 1)}).

@@ -134,7 +134,7 @@ func (p *pass) observeBindingPolicies() {
 			continue
 		}
 		if e.BindingPolicyUID != "" && i == p.active && e.Result == communityv1alpha1.StageActive {
-			e.ClockStartedAt = &p.now
+			e.ClockStartedAt = p.clockStart()
 		}
 		e.BindingPolicyUID = bp.UID
 	}

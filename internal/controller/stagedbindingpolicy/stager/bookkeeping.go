@@ -23,7 +23,7 @@ func (p *pass) pauseOrResume() {
 		p.commit()
 	case !p.paused() && wasPaused:
 		if e := p.activeEntry(); e != nil && e.Result == communityv1alpha1.StageActive {
-			e.ClockStartedAt = &p.now
+			e.ClockStartedAt = p.clockStart()
 		}
 		p.d.Events.Normal(EventRolloutResumed, actionRollout, nil, "Rollout resumed at stage %s; its clock restarts", p.st.ActiveStage)
 		p.commit()
@@ -46,7 +46,7 @@ func (p *pass) retry() {
 		return
 	}
 	e.Result = communityv1alpha1.StageActive
-	e.ClockStartedAt = &p.now
+	e.ClockStartedAt = p.clockStart()
 	e.CompletedAt = nil
 	e.Message = ""
 	p.d.Events.Normal(EventStageRetried, actionRollout, nil, "Stage %s retried: its clock restarts", e.Name)

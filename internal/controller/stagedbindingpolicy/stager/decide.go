@@ -136,3 +136,16 @@ func (p *pass) finish() *Decision {
 	p.d.Status = *p.st
 	return p.d
 }
+
+// clockStart is the start of a stage's gate clock set now: the time of the pass rounded up to the second.
+// The status stores times to the second, rounded down, so a clock started at 12:00:00.7 would read 12:00:00
+// on the next pass and a soak or a deadline would end up to a second early; rounded up, it ends at worst a
+// second late.
+func (p *pass) clockStart() *metav1.Time {
+	t := p.now.Time
+	if t.Nanosecond() != 0 {
+		t = t.Truncate(time.Second).Add(time.Second)
+	}
+	mt := metav1.NewTime(t)
+	return &mt
+}

@@ -72,7 +72,7 @@ func (p *pass) activate(i int) {
 		BindingPolicyName: BindingPolicyName(p.sbp.Name, name),
 		Result:            communityv1alpha1.StageActive,
 		StartedAt:         &now,
-		ClockStartedAt:    &now,
+		ClockStartedAt:    p.clockStart(),
 	}
 	if e := entryOf(p.st, name); e != nil {
 		*e = fresh
@@ -106,7 +106,7 @@ func (p *pass) adoptUpstreamProgress(i int) {
 		BindingPolicyName: BindingPolicyName(p.sbp.Name, name),
 		Result:            communityv1alpha1.StageActive,
 		StartedAt:         &now,
-		ClockStartedAt:    &now,
+		ClockStartedAt:    p.clockStart(),
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
@@ -80,7 +79,6 @@ func (p *pass) restartClock(i int) {
 		return
 	}
 	if e := p.activeEntry(); e != nil && e.Result == communityv1alpha1.StageActive {
-		now := metav1.NewTime(p.now.Time)
-		e.ClockStartedAt = &now
+		e.ClockStartedAt = p.clockStart()
 	}
 }
