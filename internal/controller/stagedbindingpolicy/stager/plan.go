@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
 )
