@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/drover-dev/drover/internal/bench"
 	"github.com/drover-dev/drover/internal/localcluster"
@@ -27,12 +28,45 @@ func main() {
 	}
 }
 
+// scenarioFlags are the flags of the scenarios.
+type scenarioFlags struct {
+	pools, owners, ppsPods, ppsRate, sbpObjects, sbpClusters, sbpRuns *int
+}
+
+func newScenarioFlags() *scenarioFlags {
+	return &scenarioFlags{
+		pools:       flag.Int("pools", 1000, "NodePools of the yurtappdaemon scenario."),
+		owners:      flag.Int("owners", 10, "YurtAppDaemons of the yurtappdaemon scenario, each selecting every pool."),
+		ppsPods:     flag.Int("pps-pods", 5000, "Pods of the StatefulSet of the persistentpodstate scenario (the scale target is 5000)."),
+		ppsRate:     flag.Int("pps-rate", 200, "Pod creates per second of the persistentpodstate scenario."),
+		sbpObjects:  flag.Int("sbp-objects", 300, "Deployments the StagedBindingPolicies of the stagedbindingpolicy scenario select."),
+		sbpClusters: flag.Int("sbp-clusters", 1000, "ManagedClusters of the stagedbindingpolicy scenario (1 % tier=1, 9 % tier=2, the rest tier=3)."),
+		sbpRuns:     flag.Int("sbp-runs", 10, "Runs of the stagedbindingpolicy scenario, each measuring the promotions s1→s2 and s2→s3."),
+	}
+}
+
+// scenarios lists every scenario, in the order they run. The manager's metrics address is known once the
+// cluster is up.
+func (f *scenarioFlags) scenarios(managerMetrics string) []bench.Scenario {
+	// The anchors run first, so every drover figure has its anchors measured in the same run.
+	all := append(bench.Anchors(), bench.YurtAppDaemon(
+		bench.WithPools(*f.pools), bench.WithOwners(*f.owners), bench.WithManagerMetrics(managerMetrics))...)
+	// The TApp scenario (docs/tapp.md, Performance) follows; its instance count is --n.
+	all = append(all, bench.TApp(bench.WithTAppManagerMetrics(managerMetrics))...)
+	// The PersistentPodState scenario (docs/persistentpodstate.md, Performance) measures its own anchors
+	// (creates with the pod webhook off, a LIST of the pods) next to its figures.
+	all = append(all, bench.PersistentPodState(
+		bench.WithPPSPods(*f.ppsPods), bench.WithPPSRate(*f.ppsRate), bench.WithPPSManagerMetrics(managerMetrics))...)
+	// The StagedBindingPolicy scenario (docs/stagedbindingpolicy.md, Performance) runs kssim in the bench
+	// process, scripted by the scenario, so the cluster runs none of its own; it measures its own anchor (a
+	// raw write to its watch event) next to each promotion.
+	return append(all, bench.StagedBindingPolicy(bench.WithSBPObjects(*f.sbpObjects), bench.WithSBPClusters(*f.sbpClusters),
+		bench.WithSBPRuns(*f.sbpRuns), bench.WithSBPManagerMetrics(managerMetrics))...)
+}
+
 func run() error {
 	n := flag.Int("n", 1000, "Object count of the scenarios that take one (pods for the anchors).")
-	pools := flag.Int("pools", 1000, "NodePools of the yurtappdaemon scenario.")
-	owners := flag.Int("owners", 10, "YurtAppDaemons of the yurtappdaemon scenario, each selecting every pool.")
-	ppsPods := flag.Int("pps-pods", 5000, "Pods of the StatefulSet of the persistentpodstate scenario (the scale target is 5000).")
-	ppsRate := flag.Int("pps-rate", 200, "Pod creates per second of the persistentpodstate scenario.")
+	sf := newScenarioFlags()
 	nodes := flag.Int("nodes", 12, "Fake nodes in the benchmark cluster.")
 	only := flag.String("scenarios", "", "Comma-separated scenario names to run; empty runs all.")
 	out := flag.String("out", ".local/bench", "Directory for the JSON reports (relative to the repository root unless absolute).")
@@ -42,49 +76,22 @@ func run() error {
 	flag.Var(&kcmArgs, "kcm-arg", "Extra kube-controller-manager flag (--name=value); repeatable.")
 	flag.Parse()
 
-	// The scenarios run in this order, the anchors first, so every drover figure has its anchors measured in
-	// the same run. The manager's metrics address is known once the cluster is up.
-	all := func(managerMetrics string) []bench.Scenario {
-		return append(bench.Anchors(), bench.YurtAppDaemon(
-			bench.WithPools(*pools), bench.WithOwners(*owners), bench.WithManagerMetrics(managerMetrics))...)
-	}
-	// The TApp scenario (docs/tapp.md, Performance) follows; its instance count is --n.
-	withoutTApp := all
-	all = func(managerMetrics string) []bench.Scenario {
-		return append(withoutTApp(managerMetrics), bench.TApp(bench.WithTAppManagerMetrics(managerMetrics))...)
-	}
-	// The PersistentPodState scenario (docs/persistentpodstate.md, Performance) runs last; it measures its
-	// own anchors (creates with the pod webhook off, a LIST of the pods) next to its figures.
-	withoutPPS := all
-	all = func(managerMetrics string) []bench.Scenario {
-		return append(withoutPPS(managerMetrics), bench.PersistentPodState(
-			bench.WithPPSPods(*ppsPods), bench.WithPPSRate(*ppsRate), bench.WithPPSManagerMetrics(managerMetrics))...)
-	}
+	all := sf.scenarios
 	if _, err := selectScenarios(all(""), *only); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	// controller-runtime's caches in the bench process (the stagedbindingpolicy scenario's watches) log
+	// through its global logger.
+	ctrllog.SetLogger(log)
 
 	root, err := localcluster.FindRepoRoot(".")
 	if err != nil {
 		return err
 	}
-	cluster, err := localcluster.Start(logr.NewContext(ctx, log), localcluster.Options{
-		RepoRoot:   root,
-		Dir:        inRepo(root, *dir),
-		Kubeconfig: filepath.Join(inRepo(root, *dir), "kubeconfig"),
-		Nodes:      *nodes,
-		Logger:     log,
-
-		ManagerArgs: managerArgs,
-		// kube-controller-manager's default client limit (20 requests per second) makes it the slowest part
-		// of every scenario: after the 10,000-child fan-out it needs over 11 minutes to write their
-		// statuses, and the stock StatefulSet anchor measures that limit. The bench cluster gives it the
-		// order of the manager's own limit; --kcm-arg flags come after these and win.
-		ControllerManagerArgs: append([]string{"--kube-api-qps=300", "--kube-api-burst=600"}, kcmArgs...),
-	})
+	cluster, err := localcluster.Start(logr.NewContext(ctx, log), clusterOptions(root, *dir, *nodes, log, managerArgs, kcmArgs))
 	if err != nil {
 		return err
 	}
@@ -114,6 +121,27 @@ func run() error {
 		return fmt.Errorf("%d scenario(s) failed", len(rep.Errors))
 	}
 	return nil
+}
+
+// clusterOptions are the options of the benchmark cluster.
+func clusterOptions(root, dir string, nodes int, log logr.Logger, managerArgs, kcmArgs []string) localcluster.Options {
+	return localcluster.Options{
+		RepoRoot:   root,
+		Dir:        inRepo(root, dir),
+		Kubeconfig: filepath.Join(inRepo(root, dir), "kubeconfig"),
+		Nodes:      nodes,
+		Logger:     log,
+		// kssim runs in the bench process (the stagedbindingpolicy scenario scripts it); a second one in the
+		// cluster would fight it over every Binding and CombinedStatus.
+		SkipKssim: true,
+
+		ManagerArgs: managerArgs,
+		// kube-controller-manager's default client limit (20 requests per second) makes it the slowest part
+		// of every scenario: after the 10,000-child fan-out it needs over 11 minutes to write their
+		// statuses, and the stock StatefulSet anchor measures that limit. The bench cluster gives it the
+		// order of the manager's own limit; --kcm-arg flags come after these and win.
+		ControllerManagerArgs: append([]string{"--kube-api-qps=300", "--kube-api-burst=600"}, kcmArgs...),
+	}
 }
 
 func selectScenarios(all []bench.Scenario, only string) ([]bench.Scenario, error) {

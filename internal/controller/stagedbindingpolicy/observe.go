@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,7 +88,9 @@ func (r *Reconciler) activeCombinedStatuses(ctx context.Context, sbp *communityv
 	return out, nil
 }
 
-// readLive reads a BindingPolicy and its Binding from the API server (nil for one that does not exist).
+// readLive reads a BindingPolicy and its Binding from the API server (nil for one that does not exist). Of the
+// Binding only the metadata is read: its owner is all the check needs, and a Binding lists every object
+// and cluster it places (hundreds of entries), which would cost the promotion tens of milliseconds.
 func (r *Reconciler) readLive(ctx context.Context, name string) (*controlv1alpha1.BindingPolicy, *controlv1alpha1.Binding, error) {
 	bp := &controlv1alpha1.BindingPolicy{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, bp); err != nil {
@@ -96,12 +99,13 @@ func (r *Reconciler) readLive(ctx context.Context, name string) (*controlv1alpha
 		}
 		return nil, nil, fmt.Errorf("reading BindingPolicy %s: %w", name, err)
 	}
-	b := &controlv1alpha1.Binding{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, b); err != nil {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(controlv1alpha1.GroupVersion.WithKind("Binding"))
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, meta); err != nil {
 		if apierrors.IsNotFound(err) {
 			return bp, nil, nil
 		}
 		return nil, nil, fmt.Errorf("reading Binding %s: %w", name, err)
 	}
-	return bp, b, nil
+	return bp, &controlv1alpha1.Binding{ObjectMeta: meta.ObjectMeta}, nil
 }

@@ -307,3 +307,35 @@ func TestUncachedStatusMayChange(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 }
+
+// TestDestinationsKey: a caller's precomputed key of the destinations stands for the list in the remembered
+// outcomes, so two lists with their own keys never share an answer, and a key gives the answer the list
+// alone gives.
+func TestDestinationsKey(t *testing.T) {
+	prg, err := NewCache(Options{}).Compile(Condition, `results['deployments-aggregator'][0].count >= double(size(destinations))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := csInput(t, csDevOne)
+	one, two := []string{"cluster-dev-1"}, []string{"cluster-dev-1", "cluster-dev-9"}
+	for name, tc := range map[string]struct {
+		dests []string
+		key   uint64
+		want  bool
+	}{
+		"one destination, no key":   {dests: one, want: true},
+		"one destination, its key":  {dests: one, key: DestinationsKey(one), want: true},
+		"two destinations, its key": {dests: two, key: DestinationsKey(two), want: false},
+		"one destination again":     {dests: one, key: DestinationsKey(one), want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := prg.Eval(Input{CombinedStatus: cs, Destinations: tc.dests, DestinationsKey: tc.key})
+			if err != nil || got != tc.want {
+				t.Errorf("Eval = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	if DestinationsKey(one) == DestinationsKey(two) {
+		t.Error("two lists share a key")
+	}
+}

@@ -64,6 +64,8 @@ type pass struct {
 	invalidReason string
 	// haltReason is the reason of a halt made by this pass.
 	haltReason string
+	// destsKey is the key of the active Binding's destinations (sbpcel.DestinationsKey), computed once.
+	destsKey uint64
 	// handingOver is set while BindingPolicies no longer desired wait for the desired ones to be current.
 	handingOver bool
 }

@@ -182,6 +182,12 @@ func (p *pass) eval(kind sbpcel.Kind, expr string, o *object, dests []string) (b
 		Stage:        sbpcel.StageRef{Name: p.spec.Stages[p.active].Name, Index: p.active},
 		Destinations: dests,
 	}
+	if len(dests) > 0 {
+		if p.destsKey == 0 {
+			p.destsKey = sbpcel.DestinationsKey(dests) // the pass's destinations are sorted and do not change
+		}
+		in.DestinationsKey = p.destsKey
+	}
 	if o.cs != nil {
 		in.CombinedStatus = &sbpcel.CSInput{UID: string(o.cs.GetUID()), ResourceVersion: o.cs.GetResourceVersion(), Object: o.cs.Object}
 	}
