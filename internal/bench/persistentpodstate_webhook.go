@@ -203,12 +203,13 @@ func (s *steering) check(enabled bool) func(int, *corev1.Pod) {
 func (s *steering) report(r *ppsRun, label string, enabled bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.wrong) > 0 {
+	switch {
+	case len(s.wrong) > 0:
 		r.problem("%s: %d of %d pods not as the webhook must leave them, e.g. %v", label, len(s.wrong), r.n, s.wrong[:min(len(s.wrong), 3)])
-	} else if enabled {
+	case enabled:
 		r.logf("%s: all %d pods came back steered to their recorded node (nodeSelector %s, a preferred %s term)",
 			label, r.n, corev1.LabelHostname, corev1.LabelTopologyZone)
-	} else {
+	default:
 		r.logf("%s: all %d pods came back unsteered", label, r.n)
 	}
 	s.wrong = nil
