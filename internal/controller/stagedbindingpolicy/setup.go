@@ -5,9 +5,9 @@
 // pass is in the stager package, the expressions in sbpcel. The user guide is docs/stagedbindingpolicy.md;
 // the rules are in docs/design/stagedbindingpolicy.md.
 //
-// The controller runs only on the elected leader; the validating webhook serves on every replica. It needs
-// KubeStellar's control.kubestellar.io kinds: without them it is skipped with one log line and the rest of
-// the manager runs.
+// The controller runs only on the elected leader; the validating webhook serves on every replica. The
+// controller needs KubeStellar's control.kubestellar.io kinds: without them it is not built (one error in the
+// log), and the webhook and the rest of the manager run on.
 package stagedbindingpolicy
 
 import (
@@ -25,6 +25,7 @@ import (
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
 	"github.com/drover-dev/drover/internal/controller/stagedbindingpolicy/sbpcel"
 	"github.com/drover-dev/drover/internal/controller/stagedbindingpolicy/sbpmetrics"
+	"github.com/drover-dev/drover/internal/index"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/webhook"
 )
@@ -56,14 +57,10 @@ func Controller() *kit.Controller {
 	s := &setup{opts: opts, cel: sbpcel.NewCache(sbpcel.Options{OnCompile: sbpmetrics.CompileCacheRequest})}
 	return &kit.Controller{
 		Name: ControllerName,
-		Kinds: []schema.GroupVersionKind{
-			communityv1alpha1.GroupVersion.WithKind("StagedBindingPolicy"),
-			controlv1alpha1.GroupVersion.WithKind("BindingPolicy"),
-			controlv1alpha1.GroupVersion.WithKind("Binding"),
-			controlv1alpha1.GroupVersion.WithKind("CombinedStatus"),
-		},
+		// Only drover's own kind gates the webhook; KubeStellar's kinds gate the controller, in run, so that
+		// without KubeStellar the webhook still validates (with field paths) while the controller is off.
+		Kinds:           []schema.GroupVersionKind{communityv1alpha1.GroupVersion.WithKind("StagedBindingPolicy")},
 		Flags:           fs,
-		Indexes:         Indexes(),
 		RegisterMetrics: sbpmetrics.Register,
 		Setup:           s.run,
 		Webhooks:        func(mgr manager.Manager) error { return webhook.SetupStagedBindingPolicyWebhook(mgr, s.cel) },
@@ -76,7 +73,24 @@ type setup struct {
 	cel  *sbpcel.Cache
 }
 
-func (s *setup) run(_ context.Context, mgr manager.Manager) error {
+// kubeStellarKinds are the KubeStellar kinds the controller reads and writes.
+var kubeStellarKinds = []schema.GroupVersionKind{
+	controlv1alpha1.GroupVersion.WithKind("BindingPolicy"),
+	controlv1alpha1.GroupVersion.WithKind("Binding"),
+	controlv1alpha1.GroupVersion.WithKind("CombinedStatus"),
+}
+
+// run builds the controller when KubeStellar's kinds are served. Without them it logs one error and builds
+// nothing (no watch, no index on a kind that does not exist); the webhook and the manager's other
+// controllers run on. Installing KubeStellar later needs a restart of the manager.
+func (s *setup) run(ctx context.Context, mgr manager.Manager) error {
+	if err := kit.Served(mgr.GetRESTMapper(), kubeStellarKinds); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "StagedBindingPolicy controller not started: KubeStellar's control.kubestellar.io kinds are not served; the webhook still validates StagedBindingPolicies")
+		return nil
+	}
+	if err := index.Register(ctx, mgr.GetFieldIndexer(), Indexes()); err != nil {
+		return err
+	}
 	r := NewReconciler(Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
