@@ -86,6 +86,15 @@ func TestDecideSpecEdits(t *testing.T) {
 				Stages: []string{"dev=Succeeded", "prod=Superseded"}, Reason: string(communityv1alpha1.PhaseCompleted),
 				Events: []string{EventActiveStageReplaced}, Writes: []string{"Create " + devName}, Commit: true},
 		},
+		"the active last stage removed after the stage before succeeded: the rollout completes, with its event": {
+			setup: func(w *world) {
+				atProd(w)
+				edit(w, func(s *communityv1alpha1.StagedBindingPolicySpec) { s.Stages = s.Stages[:1] })
+			},
+			want: summary{Phase: communityv1alpha1.PhaseCompleted, Active: "dev", Index: 0,
+				Stages: []string{"dev=Succeeded", "prod=Superseded"}, Reason: string(communityv1alpha1.PhaseCompleted),
+				Events: []string{EventActiveStageReplaced, EventRolloutCompleted}, Writes: []string{"Create " + devName}, Commit: true},
+		},
 		"a stage inserted before the active one is skipped (Exclusive: not placed)": {
 			setup: func(w *world) {
 				atProd(w)

@@ -131,9 +131,14 @@ func (p *pass) replaceVanished() {
 		"Active stage %s is no longer in the spec: stage %s at its position is active; the BindingPolicy of %s is removed once the new one is current",
 		vanished, next, vanished)
 	if e := entryOf(p.st, next); e != nil && e.Result == communityv1alpha1.StageSucceeded {
-		// A stage that succeeded is never gated again: progress promotes out of it at once.
+		// A stage that succeeded is never gated again: progress promotes out of it at once, or, as the last
+		// stage now, it completes the rollout.
 		p.st.ActiveStage, p.st.ActiveStageIndex = next, ptr.To(int32(i))
 		p.commit()
+		if i == len(p.spec.Stages)-1 && p.old.Phase != communityv1alpha1.PhaseCompleted {
+			p.d.Events.Normal(EventRolloutCompleted, actionRollout, nil,
+				"Stage %s, which succeeded, is now the last stage: the rollout is complete", next)
+		}
 	} else {
 		p.activate(i)
 		p.d.Events.Normal(EventStageActivated, actionRollout, nil, "Stage %s activated: BindingPolicy %s",
