@@ -147,6 +147,10 @@ func (p *pass) judgeActive() bpState {
 	e := p.activeEntry()
 	name := BindingPolicyName(p.sbp.Name, p.spec.Stages[p.active].Name)
 	bp := p.in.Observed.BindingPolicies[name]
+	if bp != nil && bp.DeletionTimestamp != nil {
+		// Whoever's it is, it is going: the stage waits for it to be gone, then creates its own.
+		return bpState{reason: communityv1alpha1.ReasonTerminating, message: fmt.Sprintf("BindingPolicy %s is being deleted; it is created again once gone", name)}
+	}
 	switch ownershipOf(bp, p.sbp.UID) {
 	case missing:
 		return bpState{reason: communityv1alpha1.ReasonPending, message: fmt.Sprintf("BindingPolicy %s does not exist yet", name)}
@@ -156,9 +160,6 @@ func (p *pass) judgeActive() bpState {
 				message: fmt.Sprintf("BindingPolicy %s exists and is not controlled by this StagedBindingPolicy; it is left alone", name)}
 		}
 		return bpState{reason: communityv1alpha1.ReasonPending, message: fmt.Sprintf("BindingPolicy %s is being adopted", name)}
-	}
-	if bp.DeletionTimestamp != nil {
-		return bpState{reason: communityv1alpha1.ReasonTerminating, message: fmt.Sprintf("BindingPolicy %s is being deleted; it is created again once gone", name)}
 	}
 	if e == nil || bp.UID != e.BindingPolicyUID || !upToDate(bp, DesiredBindingPolicy(p.sbp, p.active)) {
 		return bpState{reason: communityv1alpha1.ReasonPending, message: fmt.Sprintf("BindingPolicy %s is being updated", name)}

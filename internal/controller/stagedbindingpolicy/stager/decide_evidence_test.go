@@ -190,6 +190,11 @@ func TestDecideOwnership(t *testing.T) {
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
 				Reason: communityv1alpha1.ReasonConflict, Events: []string{EventStageActivated, EventConflict}, Commit: true},
 		},
+		"a foreign BindingPolicy with the first stage's name, being deleted: the stage waits for it to go": {
+			setup: func(w *world) { w.bps[devName] = testutil.WrapBindingPolicy(foreign(devName)).Terminating(t0).Obj() },
+			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
+				Reason: communityv1alpha1.ReasonTerminating, Events: []string{EventStageActivated, communityv1alpha1.ReasonTerminating}, Commit: true},
+		},
 		"a BindingPolicy without any owner with the first stage's name": {
 			setup: func(w *world) { w.bps[devName] = testutil.MakeBindingPolicy(devName).UID("foreign-uid").Obj() },
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
