@@ -19,86 +19,101 @@ import (
 // Event action of BindingPolicy writes.
 const actionBindingPolicy = "WriteBindingPolicy"
 
-// execute applies the BindingPolicy writes, then the deletions, then the annotation removals of a decision.
-// Each write that succeeds buffers its event; a failed one is recorded in o and the pass goes on with the
-// others (a deletion never follows a failed write: deletions are planned only when every desired
-// BindingPolicy is current, which needs no write).
+// bindingPolicyWrites bounds the BindingPolicy writes of one pass in flight: a pass writes one per stage at
+// most (32), usually one or two.
+const bindingPolicyWrites = 4
+
+// execute applies the BindingPolicy writes, then the deletions, then the annotation removals of a decision,
+// the writes and the deletions through the kit's bounded executor. Each that succeeds buffers its event; a
+// failed one is recorded in o and the others still go. Deletions follow only when every write succeeded
+// (they are planned only when every desired BindingPolicy is current, which needs no write anyway).
 func (r *Reconciler) execute(ctx context.Context, sbp *communityv1alpha1.StagedBindingPolicy, d *stager.Decision,
 	events *kit.Events, o *kit.Outcome) {
-	for _, w := range d.Writes {
-		o.Error(r.write(ctx, w, events))
+	exec := kit.Executor{Max: bindingPolicyWrites}
+	for _, a := range kit.Run(ctx, exec, d.Writes, r.write) {
+		o.Error(a.Err)
+		a.Out.add(events)
 	}
 	if o.Failed() {
 		return
 	}
-	for _, del := range d.Deletes {
-		o.Error(r.delete(ctx, del, events))
+	for _, a := range kit.Run(ctx, exec, d.Deletes, r.delete) {
+		o.Error(a.Err)
+		a.Out.add(events)
 	}
 	for _, rm := range d.AnnotationRemovals {
 		o.Error(r.removeAnnotation(ctx, sbp, rm))
 	}
 }
 
+// written is the event of one BindingPolicy write that happened ("" for none): the executor's calls run
+// concurrently, so they return their events for the pass to buffer in order.
+type written struct {
+	reason, note string
+}
+
+func (w written) add(events *kit.Events) {
+	if w.reason != "" {
+		events.Normal(w.reason, actionBindingPolicy, nil, "%s", w.note)
+	}
+}
+
 // write makes one BindingPolicy as desired. A create that finds the name taken (the cache had not seen it)
 // reads the BindingPolicy from the API server and updates or adopts it in the same pass; one that belongs
 // to someone else is left alone, and the next pass reports the conflict.
-func (r *Reconciler) write(ctx context.Context, w stager.Write, events *kit.Events) error {
+func (r *Reconciler) write(ctx context.Context, w stager.Write) (written, error) {
 	switch w.Kind {
 	case stager.WriteCreate:
 		err := r.Client.Create(ctx, w.Desired.DeepCopy())
 		if err == nil {
-			events.Normal(stager.EventBindingPolicyCreated, actionBindingPolicy, nil, "Created BindingPolicy %s", w.Desired.Name)
-			return nil
+			return written{stager.EventBindingPolicyCreated, "Created BindingPolicy " + w.Desired.Name}, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating BindingPolicy %s: %w", w.Desired.Name, err)
+			return written{}, fmt.Errorf("creating BindingPolicy %s: %w", w.Desired.Name, err)
 		}
 		existing := &controlv1alpha1.BindingPolicy{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: w.Desired.Name}, existing); err != nil {
-			return fmt.Errorf("reading BindingPolicy %s after its create found it: %w", w.Desired.Name, err)
+			return written{}, fmt.Errorf("reading BindingPolicy %s after its create found it: %w", w.Desired.Name, err)
 		}
 		kind, ok := stager.Reconcilable(existing, w.Desired)
 		if !ok {
-			return nil
+			return written{}, nil
 		}
 		w.Kind, w.Existing = kind, existing
 	case stager.WriteUpdate, stager.WriteAdopt:
 	default:
-		return fmt.Errorf("unknown BindingPolicy write %q", w.Kind)
+		return written{}, fmt.Errorf("unknown BindingPolicy write %q", w.Kind)
 	}
-	return r.patch(ctx, w, events)
+	return r.patch(ctx, w)
 }
 
 // patch brings an existing BindingPolicy to the desired spec, labels and controller reference with a merge
 // patch of what differs, under the resourceVersion it was read at: KubeStellar's finalizer and anything
 // else of others is kept, and a concurrent change makes the patch fail with a conflict (retried).
-func (r *Reconciler) patch(ctx context.Context, w stager.Write, events *kit.Events) error {
+func (r *Reconciler) patch(ctx context.Context, w stager.Write) (written, error) {
 	merged := stager.MergeDesired(w.Existing, w.Desired)
 	if err := r.Client.Patch(ctx, merged, client.MergeFromWithOptions(w.Existing, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("writing BindingPolicy %s: %w", w.Desired.Name, err)
+		return written{}, fmt.Errorf("writing BindingPolicy %s: %w", w.Desired.Name, err)
 	}
 	if w.Kind == stager.WriteAdopt {
-		events.Normal(stager.EventBindingPolicyAdopted, actionBindingPolicy, nil, "Adopted BindingPolicy %s", w.Desired.Name)
-	} else {
-		events.Normal(stager.EventBindingPolicyUpdated, actionBindingPolicy, nil, "Updated BindingPolicy %s to the stage's spec", w.Desired.Name)
+		return written{stager.EventBindingPolicyAdopted, "Adopted BindingPolicy " + w.Desired.Name}, nil
 	}
-	return nil
+	return written{stager.EventBindingPolicyUpdated, "Updated BindingPolicy " + w.Desired.Name + " to the stage's spec"}, nil
 }
 
 // delete deletes a BindingPolicy of the policy's, only the incarnation it decided on (UID precondition).
-func (r *Reconciler) delete(ctx context.Context, del stager.Delete, events *kit.Events) error {
+func (r *Reconciler) delete(ctx context.Context, del stager.Delete) (written, error) {
 	bp := &controlv1alpha1.BindingPolicy{}
 	bp.Name = del.Name
 	uid := del.UID
 	err := r.Client.Delete(ctx, bp, client.Preconditions{UID: &uid})
 	switch {
 	case err == nil:
-		events.Normal(stager.EventBindingPolicyDeleted, actionBindingPolicy, nil, "Deleted BindingPolicy %s: its stage is no longer placed", del.Name)
-		return nil
+		return written{stager.EventBindingPolicyDeleted, "Deleted BindingPolicy " + del.Name + ": its stage is no longer placed"}, nil
 	case apierrors.IsNotFound(err):
-		return nil
+		return written{}, nil
 	}
-	return fmt.Errorf("deleting BindingPolicy %s: %w", del.Name, err)
+	return written{}, fmt.Errorf("deleting BindingPolicy %s: %w", del.Name, err)
 }
 
 // removeAnnotation removes a consumed approve or retry annotation with a JSON patch that first tests its
