@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/drover-dev/drover/hack/crdschema"
 )
 
 func main() {
@@ -64,18 +66,7 @@ func Patch(in []byte, paths []string, descPaths ...string) ([]byte, error) {
 	if err := yaml.Unmarshal(in, &crd); err != nil {
 		return nil, fmt.Errorf("decoding CRD: %w", err)
 	}
-	spec, _ := crd["spec"].(map[string]any)
-	versions, _ := spec["versions"].([]any)
-	if len(versions) == 0 {
-		return nil, errors.New("CRD has no versions")
-	}
-	for _, v := range versions {
-		version, _ := v.(map[string]any)
-		schema, _ := version["schema"].(map[string]any)
-		root, ok := schema["openAPIV3Schema"].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("version %v has no openAPIV3Schema", version["name"])
-		}
+	err := crdschema.EachVersion(crd, func(root map[string]any) error {
 		for _, path := range paths {
 			path = strings.TrimSpace(path)
 			if path == "" {
@@ -83,7 +74,7 @@ func Patch(in []byte, paths []string, descPaths ...string) ([]byte, error) {
 			}
 			node, err := lookup(root, path)
 			if err != nil {
-				return nil, fmt.Errorf("version %v: %w", version["name"], err)
+				return err
 			}
 			stripDefaults(node)
 		}
@@ -94,7 +85,7 @@ func Patch(in []byte, paths []string, descPaths ...string) ([]byte, error) {
 			}
 			node, err := lookup(root, path)
 			if err != nil {
-				return nil, fmt.Errorf("version %v: %w", version["name"], err)
+				return err
 			}
 			own := node["description"]
 			walk(node, func(n map[string]any) { delete(n, "description") })
@@ -102,6 +93,10 @@ func Patch(in []byte, paths []string, descPaths ...string) ([]byte, error) {
 				node["description"] = own
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out, err := yaml.Marshal(crd)
 	if err != nil {

@@ -14,12 +14,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/drover-dev/drover/hack/crdschema"
 )
 
 // crdName is the only CRD the command patches.
@@ -77,21 +78,8 @@ func Patch(in []byte) ([]byte, error) {
 	if name, _ := metadata["name"].(string); name != crdName {
 		return nil, fmt.Errorf("CRD %q is not %s", name, crdName)
 	}
-	spec, _ := crd["spec"].(map[string]any)
-	versions, _ := spec["versions"].([]any)
-	if len(versions) == 0 {
-		return nil, errors.New("CRD has no versions")
-	}
-	for _, v := range versions {
-		version, _ := v.(map[string]any)
-		schema, _ := version["schema"].(map[string]any)
-		root, ok := schema["openAPIV3Schema"].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("version %v has no openAPIV3Schema", version["name"])
-		}
-		if err := patchSchema(root); err != nil {
-			return nil, fmt.Errorf("version %v: %w", version["name"], err)
-		}
+	if err := crdschema.EachVersion(crd, patchSchema); err != nil {
+		return nil, err
 	}
 	out, err := yaml.Marshal(crd)
 	if err != nil {
