@@ -133,8 +133,8 @@ func (p *pass) observeBindingPolicies() {
 		if ownershipOf(bp, p.sbp.UID) != ours || bp.DeletionTimestamp != nil || bp.UID == e.BindingPolicyUID {
 			continue
 		}
-		if e.BindingPolicyUID != "" && i == p.active && e.Result == communityv1alpha1.StageActive {
-			e.ClockStartedAt = p.clockStart()
+		if e.BindingPolicyUID != "" {
+			p.restartClock(i) // another incarnation replaced the recorded one
 		}
 		e.BindingPolicyUID = bp.UID
 	}

@@ -139,6 +139,7 @@ func TestDecideRecreatedBindingPolicyRestartsTheClock(t *testing.T) {
 	t.Run("deleted and re-created by drover", func(t *testing.T) {
 		w := newWorld(t, sbp)
 		w.activate()
+		w.step() // records the first incarnation: its replacement must restart the clock once, not twice
 		w.tick(5 * time.Minute)
 		w.deleteBindingPolicy(devName)
 		d := w.step()

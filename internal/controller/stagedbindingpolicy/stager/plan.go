@@ -50,7 +50,12 @@ func (p *pass) ensure(i int, want *controlv1alpha1.BindingPolicy) bool {
 	case missing:
 		p.d.Writes = append(p.d.Writes, Write{Kind: WriteCreate, Stage: i, Desired: want})
 		// Re-creating the active stage's BindingPolicy (someone deleted it) restarts the stage's clock, even if
-		// no pass recorded the UID of the incarnation that went. At activation the clock starts now anyway.
+		// no pass recorded the UID of the incarnation that went; that UID is forgotten, so the pass that sees
+		// the new one records it without restarting the clock a second time. At activation the clock starts
+		// now anyway.
+		if e := entryOf(p.st, p.spec.Stages[i].Name); e != nil {
+			e.BindingPolicyUID = ""
+		}
 		p.restartClock(i)
 		return false
 	case adoptable:
