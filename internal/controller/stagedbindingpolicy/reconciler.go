@@ -79,7 +79,7 @@ func (r *Reconciler) run(ctx context.Context, sbp *communityv1alpha1.StagedBindi
 	start time.Time, o *kit.Outcome) {
 	committed := false
 	if d.Commit {
-		if d.Promotion && !r.promotionHolds(ctx, &d.Status, d.PromotionGuard) {
+		if d.Promoted != "" && !r.promotionHolds(ctx, &d.Status, d.Promoted) {
 			o.Conflict() // the cache was ahead of the API server or behind it: decide again
 			return
 		}
@@ -89,7 +89,7 @@ func (r *Reconciler) run(ctx context.Context, sbp *communityv1alpha1.StagedBindi
 			return
 		}
 		committed = true
-		if d.Promotion {
+		if d.Promoted != "" {
 			sbpmetrics.PromotionLatency.Observe(r.Clock.Since(start).Seconds())
 		}
 	}

@@ -78,8 +78,8 @@ func TestDecideLifecycle(t *testing.T) {
 				if !dev.CompletedAt.Equal(at(t0.Add(time.Minute))) || !prod.StartedAt.Equal(at(t0.Add(time.Minute))) {
 					t.Errorf("dev completed %v, prod started %v; want both at %v", dev.CompletedAt, prod.StartedAt, t0.Add(time.Minute))
 				}
-				if d.PromotionGuard != devName {
-					t.Errorf("PromotionGuard = %q, want %q", d.PromotionGuard, devName)
+				if d.Promoted != devName {
+					t.Errorf("Promoted = %q, want %q", d.Promoted, devName)
 				}
 				want := []Transition{{Stage: "dev", Result: ResultSucceeded, Duration: time.Minute}, {Stage: "prod", Result: ResultActivated}}
 				if !cmp.Equal(d.Transitions, want) {

@@ -269,7 +269,7 @@ type summary struct {
 
 func summarize(d *Decision) summary {
 	s := summary{Phase: d.Status.Phase, Active: d.Status.ActiveStage, Events: d.Events.Reasons(),
-		Commit: d.Commit, Promotion: d.Promotion, Requeue: d.RequeueAfter, Index: -1}
+		Commit: d.Commit, Promotion: d.Promoted != "", Requeue: d.RequeueAfter, Index: -1}
 	if d.Status.ActiveStageIndex != nil {
 		s.Index = *d.Status.ActiveStageIndex
 	}

@@ -44,13 +44,10 @@ type Decision struct {
 	// superseded, or the rollout paused or resumed). It must be written, with the policy's resourceVersion as
 	// precondition, before Writes and AnnotationRemovals are applied; if the write fails none of them is.
 	Commit bool
-	// Promotion is set when the transition is a promotion out of the active stage: before committing it, the
-	// controller re-reads the active BindingPolicy and Binding from the API server and confirms
-	// PromotionGuard still holds on them.
-	Promotion bool
-	// PromotionGuard names the BindingPolicy whose currency the promotion relied on ("" without a
-	// promotion); Current re-checks it.
-	PromotionGuard string
+	// Promoted names the BindingPolicy of the stage this pass promoted out of ("" for no promotion). Before
+	// committing the promotion the controller re-reads it and its Binding from the API server and confirms
+	// with Current that they still hold.
+	Promoted string
 	// Writes are the BindingPolicy creates, updates and adoptions, and Deletes the deletions, in the order to
 	// apply them. None while paused or while the spec is invalid.
 	Writes  []Write

@@ -100,8 +100,7 @@ func (p *pass) promote(e *communityv1alpha1.StageStatus) {
 	e.CompletedAt = &p.now
 	e.Message = ""
 	p.transition(e.Name, ResultSucceeded, e)
-	p.d.Promotion = true
-	p.d.PromotionGuard = e.BindingPolicyName
+	p.d.Promoted = e.BindingPolicyName
 	if v, ok := p.sbp.Annotations[communityv1alpha1.AnnotationApproveStage]; ok && v == e.Name {
 		p.d.AnnotationRemovals = append(p.d.AnnotationRemovals,
 			AnnotationRemoval{Key: communityv1alpha1.AnnotationApproveStage, Value: v})
