@@ -19,6 +19,7 @@ import (
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
 	"github.com/drover-dev/drover/internal/kubestellarsim"
+	"github.com/drover-dev/drover/internal/testutil"
 )
 
 // The StagedBindingPolicy specs share the suite's kssim (started in the suite) and API server. Each spec
@@ -63,7 +64,7 @@ func (w sbpWorld) relabelCluster(ctx context.Context, name, stage string) {
 
 // selector selects the clusters of a stage label value.
 func (w sbpWorld) selector(stage string) metav1.LabelSelector {
-	return metav1.LabelSelector{MatchLabels: map[string]string{w.key: stage}}
+	return testutil.MatchLabels(w.key, stage)
 }
 
 // deployment creates a Deployment labelled app=<w.app> and returns its name.
@@ -90,10 +91,7 @@ func createDeployment(ctx context.Context, ns, name string, labels map[string]st
 
 // workload is the downsync clause selecting the spec's Deployments, with the collectors given.
 func (w sbpWorld) workload(collectors ...string) controlv1alpha1.DownsyncPolicyClause {
-	c := controlv1alpha1.DownsyncPolicyClause{}
-	c.ObjectSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"app": w.app}}}
-	c.StatusCollectors = collectors
-	return c
+	return testutil.ObjectsLabelled("app", w.app, collectors...)
 }
 
 // report scripts what a cluster reports for one of the spec's Deployments (nil: nothing reported).
@@ -142,7 +140,7 @@ func sbpProgress(ctx context.Context, name string) func() string {
 	}
 }
 
-// sbpReason is the reason of the policy's Progressing condition, or of another condition.
+// sbpCondition follows a condition of the policy as "<status>/<reason>" ("" while it is not set).
 func sbpCondition(ctx context.Context, name, condType string) func() string {
 	return func() string {
 		sbp := &communityv1alpha1.StagedBindingPolicy{}

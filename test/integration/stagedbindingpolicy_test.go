@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,6 @@ import (
 
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
-	"github.com/drover-dev/drover/internal/kubestellarsim"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
@@ -70,19 +70,12 @@ var _ = Describe("StagedBindingPolicy, the stager's example", Ordered, func() {
 	})
 
 	It("promotes to prod once the dev cluster reports, handing over create-before-delete", func() {
-		devName, prodName := stageName(name, "dev"), stageName(name, "prod")
-		Expect(sim.SetReturnedStatus("seed-dev", kubestellarsim.ObjectRef{Group: "apps", Resource: "deployments", Namespace: ns, Name: "nginx"},
-			map[string]any{"availableReplicas": int64(1)})).To(Succeed())
-
-		// Follow the handover: whenever dev is gone, prod must exist and be current.
-		Eventually(func(g Gomega) {
-			dev, prod := getBindingPolicy(ctx, devName), getBindingPolicy(ctx, prodName)
-			if dev == nil || dev.DeletionTimestamp != nil {
-				g.Expect(prod).NotTo(BeNil(), "dev left before prod existed")
-				g.Expect(prod.Status.ObservedGeneration).To(BeNumerically(">=", prod.Generation), "dev left before prod was current")
-			}
-			g.Expect(dev).To(BeNil())
-		}).WithPolling(20 * time.Millisecond).Should(Succeed())
+		// The handover is followed from a watch, in the API server's order: dev may start to leave only once
+		// prod is current. Polling could miss the moment.
+		handover := watchHandover(ctx, name, stageName(name, "dev"), stageName(name, "prod"))
+		sbpWorld{ns: ns}.reported("seed-dev", "nginx")
+		expectHandover(handover)
+		Eventually(bindingPolicyNames(ctx, name)).Should(Equal([]string{stageName(name, "prod")}))
 		sbp := getSBP(ctx, name)
 		Expect(sbp.Status.Stages).To(HaveLen(2))
 		Expect(sbp.Status.Stages[0].Result).To(Equal(communityv1alpha1.StageSucceeded))
@@ -93,35 +86,36 @@ var _ = Describe("StagedBindingPolicy, the stager's example", Ordered, func() {
 		Eventually(sbpProgress(ctx, name)).Should(Equal("prod/Completed"))
 		Expect(sbpCondition(ctx, name, communityv1alpha1.ConditionReady)()).To(Equal("True/" + communityv1alpha1.ReasonRolloutCompleted))
 		Consistently(bindingPolicyNames(ctx, name), time.Second).Should(Equal([]string{stageName(name, "prod")}))
-		events := sbpEvents(ctx, name)()
-		Expect(count(events, "StageActivated")).To(Equal(2))
-		Expect(count(events, "StageSucceeded")).To(Equal(1))
-		Expect(count(events, "RolloutCompleted")).To(Equal(1))
+		Expect(eventCount(ctx, name, "StageActivated")()).To(Equal(2))
+		Expect(eventCount(ctx, name, "StageSucceeded")()).To(Equal(1))
+		Expect(eventCount(ctx, name, "RolloutCompleted")()).To(Equal(1))
 	})
 
 	It("makes no write at rest", func() {
 		before := getSBP(ctx, name).ResourceVersion
 		bp := getBindingPolicy(ctx, stageName(name, "prod")).ResourceVersion
+		passes := reconcileTotal("stagedbindingpolicy")
 		// Nudge the policy with an annotation: a pass runs and must find nothing to write.
-		sbp := getSBP(ctx, name)
-		patch := client.MergeFrom(sbp.DeepCopy())
-		sbp.Annotations = map[string]string{"nudge": "1"}
-		Expect(k8sClient.Patch(ctx, sbp, patch)).To(Succeed())
+		annotateSBP(ctx, name, "nudge", "1")
 		nudged := getSBP(ctx, name).ResourceVersion
-		Expect(nudged).NotTo(Equal(before))
+		Eventually(func() float64 { return reconcileTotal("stagedbindingpolicy") }).Should(BeNumerically(">", passes), "the nudge ran a pass")
 		Consistently(func() string { return getSBP(ctx, name).ResourceVersion }, 2*time.Second).Should(Equal(nudged))
+		Expect(nudged).NotTo(Equal(before), "the annotation itself is a write")
 		Expect(getBindingPolicy(ctx, stageName(name, "prod")).ResourceVersion).To(Equal(bp))
 	})
 
-	It("leaves the generated BindingPolicies to garbage collection on delete (owner references)", func() {
+	It("forgets its metric series on delete (the e2e suite shows garbage collection of its BindingPolicies)", func() {
+		phase := func() float64 {
+			return metricSum("drover_sbp_phase", "sbp", name, func(m *dto.Metric) float64 { return m.GetGauge().GetValue() })
+		}
+		Expect(phase()).To(Equal(1.0), "the one-hot phase gauge of the live policy")
 		sbp := getSBP(ctx, name)
 		Expect(k8sClient.Delete(ctx, sbp)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &communityv1alpha1.StagedBindingPolicy{}))
 		}).Should(BeTrue())
-		// envtest has no garbage collector: the BindingPolicy's controller reference is what GC follows.
-		bp := getBindingPolicy(ctx, stageName(name, "prod"))
-		Expect(metav1.GetControllerOf(bp).UID).To(Equal(sbp.UID))
-		Expect(k8sClient.Delete(ctx, bp)).To(Succeed())
+		Eventually(phase).Should(BeZero(), "the deleted policy's series are removed")
+		// envtest has no garbage collector: the spec removes the BindingPolicy itself.
+		Expect(k8sClient.Delete(ctx, getBindingPolicy(ctx, stageName(name, "prod")))).To(Succeed())
 	})
 })
