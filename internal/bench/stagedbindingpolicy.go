@@ -298,12 +298,12 @@ func (r *sbpRun) startKssim(ctx context.Context, cfg *rest.Config) (func(), erro
 // createInventory creates the ManagedClusters, the StatusCollector and the Deployments.
 func (r *sbpRun) createInventory(ctx context.Context) error {
 	err := parallel(ctx, r.cfg.clusters, func(ctx context.Context, i int) error {
-		return sbpIgnoreExists(r.c.Create(ctx, sbpManagedCluster(i, r.tiers.tierOf(i))))
+		return client.IgnoreAlreadyExists(r.c.Create(ctx, sbpManagedCluster(i, r.tiers.tierOf(i))))
 	})
 	if err != nil {
 		return fmt.Errorf("creating ManagedClusters: %w", err)
 	}
-	if err := sbpIgnoreExists(r.c.Create(ctx, sbpStatusCollector())); err != nil {
+	if err := client.IgnoreAlreadyExists(r.c.Create(ctx, sbpStatusCollector())); err != nil {
 		return fmt.Errorf("creating StatusCollector %s: %w", sbpCollector, err)
 	}
 	err = parallel(ctx, r.cfg.objects, func(ctx context.Context, i int) error {
@@ -492,9 +492,3 @@ func (r *sbpRun) holding(st int) []string {
 	return out
 }
 
-func sbpIgnoreExists(err error) error {
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
-}

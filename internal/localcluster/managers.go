@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -21,15 +20,8 @@ import (
 // flags as the cluster's manager, with ports of its own. Cluster.Stop stops it too; its exit is never
 // reported through Failed.
 type ManagerProcess struct {
-	// Name is the process name, the base name of its log.
-	Name string
-	// PID is the process ID.
-	PID int
 	// LogPath is its log file.
 	LogPath string
-	// MetricsAddr, ProbeAddr and WebhookAddr are its endpoints (host:port); the API server never calls
-	// its webhooks.
-	MetricsAddr, ProbeAddr, WebhookAddr string
 
 	p *process
 }
@@ -53,26 +45,21 @@ func (c *Cluster) StartExtraManager(ctx context.Context, name string, args ...st
 		}
 		ports[i] = p
 	}
-	m := &ManagerProcess{
-		Name:        name,
-		LogPath:     c.LogPath(name),
-		MetricsAddr: "127.0.0.1:" + strconv.Itoa(ports[0]),
-		ProbeAddr:   "127.0.0.1:" + strconv.Itoa(ports[1]),
-		WebhookAddr: "127.0.0.1:" + strconv.Itoa(ports[2]),
-	}
+	m := &ManagerProcess{LogPath: c.LogPath(name)}
+	probe := "127.0.0.1:" + strconv.Itoa(ports[1])
 	// A repeated flag takes its last value: these override the cluster manager's ports.
 	all := append(slices.Clone(c.managerArgs),
-		"--metrics-bind-address="+m.MetricsAddr,
-		"--health-probe-bind-address="+m.ProbeAddr,
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]),
+		"--health-probe-bind-address="+probe,
 		"--webhook-port="+strconv.Itoa(ports[2]))
 	p, err := c.startRecorded(name, c.opts.ManagerBinary, append(all, args...), c.managerEnv)
 	if err != nil {
 		return nil, err
 	}
-	m.p, m.PID = p, p.pid()
+	m.p = p
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	ready := httpOK("http://" + m.ProbeAddr + "/readyz")
+	ready := httpOK("http://" + probe + "/readyz")
 	err = c.poll(ctx, name+"'s /readyz (log: "+m.LogPath+")", func(ctx context.Context) (bool, error) {
 		if p.exited() {
 			return false, p.crashError()
@@ -92,26 +79,12 @@ func (m *ManagerProcess) Kill() error { return m.p.kill() }
 // Stop sends SIGTERM (the manager releases its Lease), then SIGKILL after timeout.
 func (m *ManagerProcess) Stop(timeout time.Duration) error { return m.p.stop(timeout) }
 
-// Exited reports whether the process has exited.
-func (m *ManagerProcess) Exited() bool { return m.p.exited() }
-
-// ManagerPID is the PID of the cluster's manager process (0 when it is skipped).
-func (c *Cluster) ManagerPID() int {
-	if c.manager == nil {
-		return 0
-	}
-	return c.manager.pid()
-}
-
-// StopManager stops the cluster's manager on purpose: SIGTERM (it releases its Lease on the way out) or,
-// with kill, SIGKILL (the Lease stays held until it expires). The exit is not reported through Failed, and
-// the API server's calls to the webhooks fail until RestartManager.
-func (c *Cluster) StopManager(kill bool) error {
+// StopManager stops the cluster's manager on purpose with SIGTERM (it releases its Lease on the way out).
+// The exit is not reported through Failed, and the API server's calls to the webhooks fail until
+// RestartManager.
+func (c *Cluster) StopManager() error {
 	if c.manager == nil {
 		return errors.New("the cluster runs no manager (Options.SkipManager)")
-	}
-	if kill {
-		return c.manager.kill()
 	}
 	return c.manager.stop(c.opts.StopTimeout)
 }
@@ -157,13 +130,5 @@ func (p *process) kill() error {
 	if p.exited() {
 		return nil
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !p.exited() {
-		return fmt.Errorf("killing %s (pid %d): %w", p.name, p.pid(), err)
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) survived SIGKILL", p.name, p.pid())
-	}
+	return p.killAndWait()
 }

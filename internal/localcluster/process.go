@@ -81,10 +81,18 @@ func (p *process) stop(timeout time.Duration) error {
 		return nil
 	case <-time.After(timeout):
 	}
+	if err := p.killAndWait(); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM and was killed", p.name, p.pid(), timeout)
+}
+
+// killAndWait sends SIGKILL and waits for the exit.
+func (p *process) killAndWait() error {
 	_ = p.cmd.Process.Kill()
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM and was killed", p.name, p.pid(), timeout)
+		return nil
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("%s (pid %d) survived SIGKILL", p.name, p.pid())
 	}

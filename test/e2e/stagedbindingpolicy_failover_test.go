@@ -85,7 +85,7 @@ func handOverLease() *failover {
 	fo := &failover{b: b}
 	DeferCleanup(fo.restore)
 	fo.managerDown = true
-	Expect(cluster.StopManager(false)).To(Succeed())
+	Expect(cluster.StopManager()).To(Succeed())
 	Eventually(leaseHolder).WithTimeout(failoverTimeout).WithPolling(interval).
 		Should(And(Not(BeEmpty()), Not(Equal(first))), "the second manager takes the released Lease")
 	fo.holderB, err = cluster.LeaseHolder(suiteCtx)
