@@ -491,4 +491,3 @@ func (r *sbpRun) holding(st int) []string {
 	}
 	return out
 }
-
