@@ -13,23 +13,18 @@ import (
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
 )
 
-// Messages of the StatusCollectorsAvailable condition, as KubeStellar writes them.
-const (
-	messageCollectorsAvailable = "All StatusCollector(s) are available"
-	messageCollectorsMissing   = "Missing StatusCollector(s) %s"
-)
-
 // resolveBinding computes the spec of a policy's Binding: destinations sorted by cluster, workload entries
 // sorted by their keys, so that an unchanged world gives an identical spec.
 func resolveBinding(spec *controlv1alpha1.BindingPolicySpec, clusters []clusterInfo, objects []objectInfo,
 	namespaces namespaceLabels) controlv1alpha1.BindingSpec {
 	var out controlv1alpha1.BindingSpec
+	clauses := parseClauses(spec.Downsync)
 	for _, name := range selectDestinations(spec.ClusterSelectors, clusters) {
 		out.Destinations = append(out.Destinations, controlv1alpha1.Destination{ClusterID: name})
 	}
 	for i := range objects {
 		obj := &objects[i]
-		modulation, ok := matchObject(spec.Downsync, obj, namespaces)
+		modulation, ok := matchObject(clauses, obj, namespaces)
 		if !ok {
 			continue
 		}
@@ -90,24 +85,47 @@ type bindingEntry struct {
 	RV         string
 }
 
+func clusterScopeEntry(c *controlv1alpha1.ClusterScopeDownsyncClause) bindingEntry {
+	return bindingEntry{
+		Ref:     ObjectRef{Group: c.Group, Resource: c.Resource, Name: c.Name},
+		Version: c.Version, Modulation: c.DownsyncModulation, RV: c.ResourceVersion,
+	}
+}
+
+func namespaceScopeEntry(c *controlv1alpha1.NamespaceScopeDownsyncClause) bindingEntry {
+	return bindingEntry{
+		Ref:     ObjectRef{Group: c.Group, Resource: c.Resource, Namespace: c.Namespace, Name: c.Name},
+		Version: c.Version, Modulation: c.DownsyncModulation, RV: c.ResourceVersion,
+	}
+}
+
 // bindingEntries lists the workload entries of a Binding spec.
 func bindingEntries(spec *controlv1alpha1.BindingSpec) []bindingEntry {
 	out := make([]bindingEntry, 0, len(spec.Workload.ClusterScope)+len(spec.Workload.NamespaceScope))
 	for i := range spec.Workload.ClusterScope {
+		out = append(out, clusterScopeEntry(&spec.Workload.ClusterScope[i]))
+	}
+	for i := range spec.Workload.NamespaceScope {
+		out = append(out, namespaceScopeEntry(&spec.Workload.NamespaceScope[i]))
+	}
+	return out
+}
+
+// findEntry returns the entry of one object in a Binding spec, searching the entries in place.
+func findEntry(spec *controlv1alpha1.BindingSpec, ref ObjectRef) (bindingEntry, bool) {
+	for i := range spec.Workload.ClusterScope {
 		c := &spec.Workload.ClusterScope[i]
-		out = append(out, bindingEntry{
-			Ref:     ObjectRef{Group: c.Group, Resource: c.Resource, Name: c.Name},
-			Version: c.Version, Modulation: c.DownsyncModulation, RV: c.ResourceVersion,
-		})
+		if ref.Namespace == "" && c.Name == ref.Name && c.Resource == ref.Resource && c.Group == ref.Group {
+			return clusterScopeEntry(c), true
+		}
 	}
 	for i := range spec.Workload.NamespaceScope {
 		c := &spec.Workload.NamespaceScope[i]
-		out = append(out, bindingEntry{
-			Ref:     ObjectRef{Group: c.Group, Resource: c.Resource, Namespace: c.Namespace, Name: c.Name},
-			Version: c.Version, Modulation: c.DownsyncModulation, RV: c.ResourceVersion,
-		})
+		if c.Name == ref.Name && c.Namespace == ref.Namespace && c.Resource == ref.Resource && c.Group == ref.Group {
+			return namespaceScopeEntry(c), true
+		}
 	}
-	return out
+	return bindingEntry{}, false
 }
 
 // entryMap indexes the entries of a Binding spec by object.
@@ -137,13 +155,13 @@ func collectorsCondition(missing []string, now metav1.Time) controlv1alpha1.Bind
 		Status:             corev1.ConditionTrue,
 		LastTransitionTime: now,
 		Reason:             controlv1alpha1.ReasonReconcileSuccess,
-		Message:            messageCollectorsAvailable,
+		Message:            controlv1alpha1.MessageStatusCollectorsAvailable,
 	}
 	if len(missing) > 0 {
 		sorted := slices.Sorted(slices.Values(missing))
 		c.Status = corev1.ConditionFalse
 		c.Reason = controlv1alpha1.ReasonReconcileError
-		c.Message = fmt.Sprintf(messageCollectorsMissing, sorted)
+		c.Message = fmt.Sprintf(controlv1alpha1.MessageStatusCollectorsMissingFormat, sorted)
 	}
 	return c
 }

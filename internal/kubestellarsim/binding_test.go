@@ -208,3 +208,34 @@ func TestBindingStatusWork(t *testing.T) {
 		})
 	}
 }
+
+func TestFindEntry(t *testing.T) {
+	gvr := func(group, resource string) metav1.GroupVersionResource {
+		return metav1.GroupVersionResource{Group: group, Version: "v1", Resource: resource}
+	}
+	spec := controlv1alpha1.BindingSpec{Workload: controlv1alpha1.DownsyncObjectClauses{
+		ClusterScope: []controlv1alpha1.ClusterScopeDownsyncClause{{
+			ClusterScopeDownsyncObject: controlv1alpha1.ClusterScopeDownsyncObject{GroupVersionResource: gvr("", "namespaces"), Name: "demo", ResourceVersion: "1"},
+		}},
+		NamespaceScope: []controlv1alpha1.NamespaceScopeDownsyncClause{{
+			NamespaceScopeDownsyncObject: controlv1alpha1.NamespaceScopeDownsyncObject{
+				GroupVersionResource: gvr("apps", "deployments"), Namespace: "demo", Name: "nginx", ResourceVersion: "2",
+			},
+			DownsyncModulation: controlv1alpha1.DownsyncModulation{StatusCollectors: []string{"a"}},
+		}},
+	}}
+	for _, want := range bindingEntries(&spec) {
+		if got, ok := findEntry(&spec, want.Ref); !ok || !cmp.Equal(want, got) {
+			t.Errorf("findEntry(%s) = %+v, %v; want %+v", want.Ref, got, ok, want)
+		}
+	}
+	for _, ref := range []ObjectRef{
+		{Resource: "namespaces", Namespace: "demo", Name: "demo"},
+		{Group: "apps", Resource: "deployments", Name: "nginx"},
+		{Group: "apps", Resource: "deployments", Namespace: "other", Name: "nginx"},
+	} {
+		if got, ok := findEntry(&spec, ref); ok {
+			t.Errorf("findEntry(%s) = %+v, want none", ref, got)
+		}
+	}
+}

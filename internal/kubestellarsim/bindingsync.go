@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // syncPolicy brings the Binding of one BindingPolicy, the Binding's status and the policy's status in line
@@ -158,16 +158,16 @@ func (s *Sim) writeBindingStatus(ctx context.Context, b *controlv1alpha1.Binding
 		return nil, err
 	}
 	status := desiredBindingStatus(b, missing, metav1.NewTime(s.cfg.Now()))
-	if equality.Semantic.DeepEqual(b.Status, status) {
-		return b, nil
+	wrote, err := kit.WriteStatus(ctx, s.client, b, bindingStatus, &status, nil)
+	if err != nil || !wrote {
+		return b, err // a Binding deleted meanwhile is no error: its deletion queues the policy again
 	}
-	b = b.DeepCopy()
-	b.Status = status
-	if err := s.client.Status().Update(ctx, b); err != nil {
-		return nil, fmt.Errorf("writing the status of Binding %s: %w", b.Name, err)
-	}
-	return b, nil
+	written := *b
+	written.Status = status
+	return &written, nil
 }
+
+func bindingStatus(b *controlv1alpha1.Binding) *controlv1alpha1.BindingStatus { return &b.Status }
 
 // missingCollectors returns the names among names of collectors that do not exist or are not valid.
 func (s *Sim) missingCollectors(ctx context.Context, names []string) ([]string, error) {
@@ -193,15 +193,12 @@ func (s *Sim) missingCollectors(ctx context.Context, names []string) ([]string, 
 // writePolicyStatus records the policy's generation as observed and copies the Binding's conditions.
 func (s *Sim) writePolicyStatus(ctx context.Context, bp *controlv1alpha1.BindingPolicy, b *controlv1alpha1.Binding) error {
 	status := desiredPolicyStatus(bp, b)
-	if equality.Semantic.DeepEqual(bp.Status, status) {
-		return nil
-	}
-	bp = bp.DeepCopy()
-	bp.Status = status
-	if err := s.client.Status().Update(ctx, bp); err != nil {
-		return fmt.Errorf("writing the status of BindingPolicy %s: %w", bp.Name, err)
-	}
-	return nil
+	_, err := kit.WriteStatus(ctx, s.client, bp, policyStatus, &status, nil)
+	return err
+}
+
+func policyStatus(bp *controlv1alpha1.BindingPolicy) *controlv1alpha1.BindingPolicyStatus {
+	return &bp.Status
 }
 
 // finalizePolicy deletes a deleted policy's Binding and CombinedStatuses, then removes the finalizer.

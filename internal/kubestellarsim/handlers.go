@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
+	"github.com/drover-dev/drover/internal/index"
 )
 
 // Cache indexes of CombinedStatuses, from their labels.
@@ -26,6 +27,12 @@ func objectIndexValue(binding string, ref ObjectRef) string {
 }
 
 func (s *Sim) addIndexes(ctx context.Context) error {
+	return index.Register(ctx, s.cache, combinedStatusIndexes())
+}
+
+// combinedStatusIndexes are the cache indexes of CombinedStatuses: by BindingPolicy, and by BindingPolicy and
+// object.
+func combinedStatusIndexes() []index.Index {
 	byBinding := func(o client.Object) []string {
 		if v, ok := o.GetLabels()[controlv1alpha1.LabelCombinedStatusBindingPolicy]; ok {
 			return []string{v}
@@ -38,13 +45,10 @@ func (s *Sim) addIndexes(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err := s.cache.IndexField(ctx, &controlv1alpha1.CombinedStatus{}, indexCSBinding, byBinding); err != nil {
-		return fmt.Errorf("indexing CombinedStatuses by BindingPolicy: %w", err)
+	return []index.Index{
+		{Object: &controlv1alpha1.CombinedStatus{}, Field: indexCSBinding, Extract: byBinding},
+		{Object: &controlv1alpha1.CombinedStatus{}, Field: indexCSObject, Extract: byObject},
 	}
-	if err := s.cache.IndexField(ctx, &controlv1alpha1.CombinedStatus{}, indexCSObject, byObject); err != nil {
-		return fmt.Errorf("indexing CombinedStatuses by object: %w", err)
-	}
-	return nil
 }
 
 // handler turns typed callbacks into an informer event handler; a nil callback ignores that event.
@@ -105,7 +109,7 @@ func (s *Sim) addEventHandlers(ctx context.Context) error {
 	for _, w := range s.resources {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(w.gvk)
-		handlers[u] = s.workloadHandler(w)
+		handlers[u] = s.workloadHandler()
 	}
 	for obj, h := range handlers {
 		informer, err := s.cache.GetInformer(ctx, obj)
@@ -226,15 +230,15 @@ func (s *Sim) collectorHandler() handler {
 	}
 }
 
-func (s *Sim) workloadHandler(w watchedResource) handler {
+// workloadHandler queues every policy on any change of a workload object. A changed object in a Binding
+// needs no CombinedStatus work queued here: its Binding entry records its resourceVersion, so the policy
+// pass rewrites the Binding and bindingHandler queues the object's CombinedStatus from that entry change
+// (after the cache holds the object's new content).
+func (s *Sim) workloadHandler() handler {
 	all := func(client.Object) { s.enqueueAllPolicies() }
 	return handler{
-		add: all,
-		update: func(_, n client.Object) {
-			s.enqueueAllPolicies()
-			ref := ObjectRef{Group: w.gvr.Group, Resource: w.gvr.Resource, Namespace: n.GetNamespace(), Name: n.GetName()}
-			s.enqueueObjects(map[ObjectRef]bool{ref: true})
-		},
+		add:    all,
+		update: func(_, _ client.Object) { s.enqueueAllPolicies() },
 		del: func(o client.Object) {
 			s.auto.forget(o.GetUID())
 			s.enqueueAllPolicies()

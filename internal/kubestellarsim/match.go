@@ -89,8 +89,29 @@ func anySelectorMatches(selectors []labels.Selector, set map[string]string) bool
 	return false
 }
 
+// parsedClause is a downsync clause with its label selectors parsed.
+type parsedClause struct {
+	*controlv1alpha1.DownsyncPolicyClause
+	objectSelectors    []labels.Selector
+	namespaceSelectors []labels.Selector
+}
+
+// parseClauses parses the selectors of every clause once, for matching many objects.
+func parseClauses(clauses []controlv1alpha1.DownsyncPolicyClause) []parsedClause {
+	out := make([]parsedClause, len(clauses))
+	for i := range clauses {
+		out[i] = parsedClause{
+			DownsyncPolicyClause: &clauses[i],
+			objectSelectors:      parseSelectors(clauses[i].ObjectSelectors),
+			namespaceSelectors:   parseSelectors(clauses[i].NamespaceSelectors),
+		}
+	}
+	return out
+}
+
 // clauseMatches reports whether obj passes one downsync test: every criterion present must hold.
-func clauseMatches(test *controlv1alpha1.DownsyncObjectTest, obj *objectInfo, namespaces namespaceLabels) bool {
+func clauseMatches(c *parsedClause, obj *objectInfo, namespaces namespaceLabels) bool {
+	test := &c.DownsyncObjectTest
 	if test.APIGroup != nil && *test.APIGroup != obj.Group {
 		return false
 	}
@@ -98,10 +119,10 @@ func clauseMatches(test *controlv1alpha1.DownsyncObjectTest, obj *objectInfo, na
 		!listAccepts(test.ObjectNames, obj.Name) {
 		return false
 	}
-	if len(test.ObjectSelectors) > 0 && !anySelectorMatches(parseSelectors(test.ObjectSelectors), obj.Labels) {
+	if len(test.ObjectSelectors) > 0 && !anySelectorMatches(c.objectSelectors, obj.Labels) {
 		return false
 	}
-	return namespaceSelectorsAccept(test.NamespaceSelectors, obj, namespaces)
+	return namespaceSelectorsAccept(test.NamespaceSelectors, c.namespaceSelectors, obj, namespaces)
 }
 
 // listAccepts: an empty list or one holding "*" accepts every value, otherwise the value must be listed.
@@ -110,8 +131,10 @@ func listAccepts(list []string, value string) bool {
 }
 
 // namespaceSelectorsAccept: no selectors, or an empty selector among them, accepts every object (cluster-scoped
-// ones included); otherwise the object's Namespace must exist and its labels match one selector.
-func namespaceSelectorsAccept(selectors []metav1.LabelSelector, obj *objectInfo, namespaces namespaceLabels) bool {
+// ones included); otherwise the object's Namespace must exist and its labels match one selector (parsed are
+// the selectors parsed).
+func namespaceSelectorsAccept(selectors []metav1.LabelSelector, parsed []labels.Selector, obj *objectInfo,
+	namespaces namespaceLabels) bool {
 	if len(selectors) == 0 {
 		return true
 	}
@@ -127,7 +150,7 @@ func namespaceSelectorsAccept(selectors []metav1.LabelSelector, obj *objectInfo,
 	if !found {
 		return false
 	}
-	return anySelectorMatches(parseSelectors(selectors), nsLabels)
+	return anySelectorMatches(parsed, nsLabels)
 }
 
 // mergeModulation folds the modulation of one more matching clause into m: booleans are ORed, collector
@@ -144,7 +167,7 @@ func mergeModulation(m *controlv1alpha1.DownsyncModulation, add *controlv1alpha1
 }
 
 // matchObject returns the merged modulation of the clauses obj passes, and whether it passes any.
-func matchObject(clauses []controlv1alpha1.DownsyncPolicyClause, obj *objectInfo,
+func matchObject(clauses []parsedClause, obj *objectInfo,
 	namespaces namespaceLabels) (controlv1alpha1.DownsyncModulation, bool) {
 	var merged controlv1alpha1.DownsyncModulation
 	matched := false
@@ -152,7 +175,7 @@ func matchObject(clauses []controlv1alpha1.DownsyncPolicyClause, obj *objectInfo
 		return merged, false
 	}
 	for i := range clauses {
-		if clauseMatches(&clauses[i].DownsyncObjectTest, obj, namespaces) {
+		if clauseMatches(&clauses[i], obj, namespaces) {
 			matched = true
 			mergeModulation(&merged, &clauses[i].DownsyncModulation)
 		}

@@ -64,7 +64,7 @@ func TestClauseMatches(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := clauseMatches(&tc.test, &tc.obj, testNamespaces); got != tc.want {
+			if got := clauseMatches(&parseClauses([]controlv1alpha1.DownsyncPolicyClause{{DownsyncObjectTest: tc.test}})[0], &tc.obj, testNamespaces); got != tc.want {
 				t.Errorf("clauseMatches = %v, want %v", got, tc.want)
 			}
 		})
@@ -101,7 +101,7 @@ func TestExcluded(t *testing.T) {
 	}
 	// An excluded object is never selected, even by a clause that accepts everything.
 	event := objectInfo{ObjectRef: ObjectRef{Resource: "events", Namespace: "demo", Name: "e"}, Namespaced: true}
-	if _, ok := matchObject([]controlv1alpha1.DownsyncPolicyClause{{}}, &event, testNamespaces); ok {
+	if _, ok := matchObject(parseClauses([]controlv1alpha1.DownsyncPolicyClause{{}}), &event, testNamespaces); ok {
 		t.Error("an event was selected")
 	}
 }
@@ -148,7 +148,7 @@ func TestMatchObjectMergesModulation(t *testing.T) {
 			DownsyncModulation: controlv1alpha1.DownsyncModulation{StatusCollectors: []string{"a", "m"}, WantSingletonReportedState: true},
 		},
 	}
-	got, ok := matchObject(clauses, &deployment, testNamespaces)
+	got, ok := matchObject(parseClauses(clauses), &deployment, testNamespaces)
 	if !ok {
 		t.Fatal("no clause matched")
 	}

@@ -126,7 +126,7 @@ func TestSimulatorEndToEnd(t *testing.T) {
 	g.Expect(c.Create(ctx, bp)).To(Succeed())
 
 	checkBinding(ctx, g, c, bp, deploy, []string{"c1", "c2"})
-	csKey := client.ObjectKey{Namespace: "demo", Name: string(deploy.UID) + "." + string(bp.UID)}
+	csKey := client.ObjectKey{Namespace: "demo", Name: controlv1alpha1.CombinedStatusName(deploy.UID, bp.UID)}
 	checkCombinedStatus(ctx, g, c, csKey, deploy, "0", "0")
 
 	ref := ObjectRef{Group: "apps", Resource: "deployments", Namespace: "demo", Name: "nginx"}
@@ -143,6 +143,7 @@ func TestSimulatorEndToEnd(t *testing.T) {
 	checkCombinedStatus(ctx, g, c, csKey, deploy, "2", "8")
 
 	nsKey := checkMissingCollector(ctx, g, c, bp)
+	checkWorkloadChange(ctx, g, c, bp, deploy, csKey)
 
 	g.Expect(c.Delete(ctx, bp)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -249,7 +250,7 @@ func checkMissingCollector(ctx context.Context, g *WithT, c client.Client, bp *c
 	g.Expect(c.Update(ctx, bp)).To(Succeed())
 	ns := &corev1.Namespace{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Name: "demo"}, ns)).To(Succeed())
-	key := client.ObjectKey{Namespace: controlv1alpha1.ReportNamespace, Name: string(ns.UID) + "." + string(bp.UID)}
+	key := client.ObjectKey{Namespace: controlv1alpha1.ReportNamespace, Name: controlv1alpha1.CombinedStatusName(ns.UID, bp.UID)}
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(bp), bp)).To(Succeed())
 		g.Expect(bp.Status.ObservedGeneration).To(Equal(bp.Generation))
@@ -266,4 +267,35 @@ func checkMissingCollector(ctx context.Context, g *WithT, c client.Client, bp *c
 		g.Expect(cs.Results[0].Rows).To(Equal([]controlv1alpha1.StatusCombinationRow{{Columns: []controlv1alpha1.Value{num("0"), num("0")}}}))
 	}).Should(Succeed())
 	return key
+}
+
+// checkWorkloadChange adds a collector reading the Deployment's own content: a change of that content alone
+// (no change of policy, inventory or returned status) must reach the CombinedStatus.
+func checkWorkloadChange(ctx context.Context, g *WithT, c client.Client, bp *controlv1alpha1.BindingPolicy,
+	deploy *appsv1.Deployment, csKey client.ObjectKey) {
+	g.Expect(c.Create(ctx, &controlv1alpha1.StatusCollector{
+		ObjectMeta: metav1.ObjectMeta{Name: "desired"},
+		Spec: controlv1alpha1.StatusCollectorSpec{CombinedFields: []controlv1alpha1.NamedAggregator{
+			{Name: "desired", Type: controlv1alpha1.AggregatorTypeMax, Subject: expr("obj.spec.replicas")},
+		}},
+	})).To(Succeed())
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(bp), bp)).To(Succeed())
+	bp.Spec.Downsync[0].StatusCollectors = append(bp.Spec.Downsync[0].StatusCollectors, "desired")
+	g.Expect(c.Update(ctx, bp)).To(Succeed())
+	desired := func(replicas string) {
+		g.Eventually(func(g Gomega) {
+			cs := &controlv1alpha1.CombinedStatus{}
+			g.Expect(c.Get(ctx, csKey, cs)).To(Succeed())
+			g.Expect(cs.Results).To(ContainElement(controlv1alpha1.NamedStatusCombination{
+				Name:        "desired",
+				ColumnNames: []string{"desired"},
+				Rows:        []controlv1alpha1.StatusCombinationRow{{Columns: []controlv1alpha1.Value{num(replicas)}}},
+			}))
+		}).Should(Succeed())
+	}
+	desired("2")
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
+	deploy.Spec.Replicas = ptr.To[int32](4)
+	g.Expect(c.Update(ctx, deploy)).To(Succeed())
+	desired("4")
 }

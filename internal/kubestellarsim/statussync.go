@@ -99,7 +99,7 @@ func (s *Sim) desiredCombinedStatus(ctx context.Context, key statusKey) (*contro
 	if bp.UID != owner.UID || !bp.DeletionTimestamp.IsZero() {
 		return nil, 0, nil
 	}
-	entry, ok := entryMap(&b.Spec)[key.obj]
+	entry, ok := findEntry(&b.Spec, key.obj)
 	if !ok || len(entry.Modulation.StatusCollectors) == 0 {
 		return nil, 0, nil
 	}

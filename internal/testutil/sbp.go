@@ -318,10 +318,10 @@ func (w *BindingPolicyWrapper) StatusCollectorsAvailable(missing ...string) *Bin
 
 func setCollectorsCondition(conds []controlv1alpha1.BindingPolicyCondition, missing []string) []controlv1alpha1.BindingPolicyCondition {
 	c := controlv1alpha1.BindingPolicyCondition{Type: controlv1alpha1.TypeStatusCollectorsAvailable, Status: corev1.ConditionTrue,
-		Reason: controlv1alpha1.ReasonReconcileSuccess, Message: "All StatusCollector(s) are available"}
+		Reason: controlv1alpha1.ReasonReconcileSuccess, Message: controlv1alpha1.MessageStatusCollectorsAvailable}
 	if len(missing) > 0 {
 		c.Status, c.Reason = corev1.ConditionFalse, controlv1alpha1.ReasonReconcileError
-		c.Message = fmt.Sprintf("Missing StatusCollector(s) %s", missing)
+		c.Message = fmt.Sprintf(controlv1alpha1.MessageStatusCollectorsMissingFormat, missing)
 	}
 	out := make([]controlv1alpha1.BindingPolicyCondition, 0, len(conds)+1)
 	for _, old := range conds {

@@ -109,6 +109,15 @@ const (
 	ReasonReconcilePaused ConditionReason = "ReconcilePaused"
 )
 
+// Messages of the StatusCollectorsAvailable condition, as KubeStellar writes them.
+const (
+	// MessageStatusCollectorsAvailable goes with StatusCollectorsAvailable True (ReasonReconcileSuccess).
+	MessageStatusCollectorsAvailable = "All StatusCollector(s) are available"
+	// MessageStatusCollectorsMissingFormat, formatted with the sorted []string of missing collector names
+	// ("Missing StatusCollector(s) [a b]"), goes with StatusCollectorsAvailable False (ReasonReconcileError).
+	MessageStatusCollectorsMissingFormat = "Missing StatusCollector(s) %s"
+)
+
 // Condition words KubeStellar defines for BindingPolicies but does not use.
 const (
 	// BindingPolicyConditionSatisfied would say that a BindingPolicy is satisfied.

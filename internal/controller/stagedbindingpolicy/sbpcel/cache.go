@@ -1,25 +1,21 @@
 package sbpcel
 
 import (
-	"sync/atomic"
-
 	"k8s.io/utils/lru"
 )
 
-// Default and minimum sizes of the caches.
-const (
-	DefaultProgramCacheSize = 1024
-	DefaultStatusCacheSize  = 1024
-)
+// DefaultProgramCacheSize is the default and minimum number of compiled expressions a Cache keeps.
+const DefaultProgramCacheSize = 1024
+
+// statusCacheSize is the number of CombinedStatuses whose derived values (the results and resultErrors
+// variables) a Cache keeps.
+const statusCacheSize = 1024
 
 // Options configure a Cache. The zero value is usable.
 type Options struct {
 	// ProgramCacheSize bounds the number of compiled expressions (programs and compile errors) kept;
 	// values below DefaultProgramCacheSize mean DefaultProgramCacheSize.
 	ProgramCacheSize int
-	// StatusCacheSize bounds the number of CombinedStatuses whose derived values (the results and
-	// resultErrors variables) are kept; 0 or less means DefaultStatusCacheSize.
-	StatusCacheSize int
 	// OnCompile, if set, is called once per Compile with whether the expression was found in the cache
 	// (a hit) or compiled (a miss). It must be cheap and safe for concurrent use.
 	OnCompile func(hit bool)
@@ -28,21 +24,15 @@ type Options struct {
 	noMemo bool
 }
 
-// CacheStats counts Compile calls.
-type CacheStats struct {
-	Hits, Misses uint64
-}
-
 // Cache compiles expressions once and keeps the result in a bounded LRU keyed by (kind, environment
 // version, expression text); compile errors are kept too. The programs it returns, and the derived
 // CombinedStatus values they cache, are shared by all programs of the Cache. A Cache is safe for
 // concurrent use.
 type Cache struct {
-	programs     *lru.Cache
-	statuses     *statusCache
-	onCompile    func(hit bool)
-	memoize      bool
-	hits, misses atomic.Uint64
+	programs  *lru.Cache
+	statuses  *statusCache
+	onCompile func(hit bool)
+	memoize   bool
 }
 
 type programKey struct {
@@ -60,11 +50,7 @@ type compiled struct {
 // NewCache returns an empty Cache.
 func NewCache(opts Options) *Cache {
 	size := max(opts.ProgramCacheSize, DefaultProgramCacheSize)
-	statusSize := opts.StatusCacheSize
-	if statusSize <= 0 {
-		statusSize = DefaultStatusCacheSize
-	}
-	return &Cache{programs: lru.New(size), statuses: newStatusCache(statusSize),
+	return &Cache{programs: lru.New(size), statuses: newStatusCache(statusCacheSize),
 		onCompile: opts.OnCompile, memoize: !opts.noMemo}
 }
 
@@ -74,7 +60,9 @@ func NewCache(opts Options) *Cache {
 func (c *Cache) Compile(kind Kind, expr string) (*Program, error) {
 	key := programKey{kind: kind, version: EnvironmentVersion, expr: expr}
 	v, hit := c.programs.Get(key)
-	c.count(hit)
+	if c.onCompile != nil {
+		c.onCompile(hit)
+	}
 	entry, _ := v.(compiled)
 	if !hit {
 		entry = c.compile(kind, expr)
@@ -84,17 +72,6 @@ func (c *Cache) Compile(kind Kind, expr string) (*Program, error) {
 		return nil, entry.err
 	}
 	return entry.prg, nil
-}
-
-func (c *Cache) count(hit bool) {
-	if hit {
-		c.hits.Add(1)
-	} else {
-		c.misses.Add(1)
-	}
-	if c.onCompile != nil {
-		c.onCompile(hit)
-	}
 }
 
 func (c *Cache) compile(kind Kind, expr string) compiled {
@@ -118,9 +95,4 @@ func (c *Cache) compile(kind Kind, expr string) compiled {
 		statuses: c.statuses,
 		memoize:  c.memoize,
 	}}
-}
-
-// Stats returns the number of Compile calls answered from the cache and compiled.
-func (c *Cache) Stats() CacheStats {
-	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}
 }

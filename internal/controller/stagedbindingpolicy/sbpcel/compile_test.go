@@ -124,8 +124,8 @@ func TestCompileAccepts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Compile() error = %v", err)
 			}
-			if prg.Kind() != tc.kind {
-				t.Errorf("Kind() = %s, want %s", prg.Kind(), tc.kind)
+			if prg.kind != tc.kind {
+				t.Errorf("kind = %s, want %s", prg.kind, tc.kind)
 			}
 		})
 	}

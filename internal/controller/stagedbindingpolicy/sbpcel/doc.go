@@ -47,8 +47,8 @@
 // # Caching
 //
 // A Cache keeps compiled programs and compile errors in a bounded LRU keyed by kind, EnvironmentVersion
-// and expression text, and counts hits and misses (Cache.Stats, Options.OnCompile). Programs are safe
-// for concurrent use.
+// and expression text, and reports each hit or miss to Options.OnCompile. Programs are safe for
+// concurrent use.
 //
 // Values derived from a CombinedStatus are built only for programs that reference them (found from the
 // checked expression's references) and kept, per UID and resourceVersion, in a second bounded LRU shared

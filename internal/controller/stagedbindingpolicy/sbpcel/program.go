@@ -78,9 +78,6 @@ type Program struct {
 	costErr  error
 }
 
-// Kind returns the kind the program was compiled for.
-func (p *Program) Kind() Kind { return p.kind }
-
 // EstimatedCost returns the checker's worst-case cost estimate of one evaluation, assuming up to 1,000
 // rows per collector and destinations, 4 collectors and 16 columns. It is only advice (a webhook may
 // warn when it passes CostLimit): the runtime limit is what stops an evaluation.
