@@ -41,25 +41,26 @@ tools-dev:
 generate: tools-dev ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
 
-# API packages whose CRDs drover installs (config/crd/bases); directories that do not exist yet are skipped.
-# KubeStellar's control.kubestellar.io group is generated apart into config/crd/kubestellar: KubeStellar
-# installs those CRDs itself, so the copies serve tests and the local cluster only, never `make install` or
-# `make deploy`.
+# API packages whose CRDs drover installs; each CRD goes to the component of the controller that lists it
+# (hack/registrygen). KubeStellar's control.kubestellar.io group is generated apart into config/crd/kubestellar:
+# KubeStellar installs those CRDs itself, so the copies serve tests and the local cluster only, never
+# `make install` or `make deploy`.
 DROVER_API_DIRS := api/kruise api/openyurt api/tkestack api/kubestellar/community
 KUBESTELLAR_CONTROL_API_DIR := api/kubestellar/control
+CRD_GEN_DIR := $(LOCAL)/gen/crd
 
 .PHONY: manifests
-manifests: tools-dev ## Generate CRDs, RBAC and webhook manifests under config/.
+manifests: tools-dev ## Generate CRDs, RBAC, webhook configurations, the scheme and the components from the registry.
+	rm -rf $(CRD_GEN_DIR)
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true $(foreach d,$(wildcard $(DROVER_API_DIRS)),paths="./$(d)/...") \
-		output:crd:artifacts:config=config/crd/bases
+		output:crd:artifacts:config=$(CRD_GEN_DIR)
 	$(CONTROLLER_GEN) crd paths="./$(KUBESTELLAR_CONTROL_API_DIR)/..." output:crd:artifacts:config=config/crd/kubestellar
 	go run ./hack/kscrdpatch config/crd/kubestellar/control.kubestellar.io_bindingpolicies.yaml
 	go run ./hack/crdpatch -strip-defaults=spec.template,spec.templatePool,spec.volumeClaimTemplates \
 		-strip-descriptions=spec.template,spec.templatePool,spec.volumeClaimTemplates \
-		config/crd/bases/apps.tkestack.io_tapps.yaml
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/..." output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) webhook paths="./internal/webhook/..." output:webhook:artifacts:config=config/webhook
-	go run ./hack/webhookpatch config/webhook/manifests.yaml
+		$(CRD_GEN_DIR)/apps.tkestack.io_tapps.yaml
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/registry/..." output:rbac:artifacts:config=config/rbac
+	go run ./hack/registrygen -crds $(CRD_GEN_DIR) -controller-gen $(CONTROLLER_GEN)
 
 .PHONY: fmt
 fmt: ## Run gofmt.

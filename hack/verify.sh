@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated=(api config/crd/bases config/crd/kubestellar config/rbac/role.yaml config/webhook/manifests.yaml)
+generated=(api config/components config/crd config/default config/rbac/role.yaml internal/scheme README.md)
 watched=("${generated[@]}" go.mod go.sum internal cmd test hack)
 
 snapshot() {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/registry"
 )
 
 const (
@@ -23,7 +23,7 @@ const (
 // table, in the order they are registered.
 func flagTable() string {
 	fs := flag.NewFlagSet("drover-manager", flag.ContinueOnError)
-	addFlags(fs, controller.Registry())
+	addFlags(fs, registry.Registry())
 	var b strings.Builder
 	b.WriteString("| flag | default | meaning |\n| --- | --- | --- |\n")
 	fs.VisitAll(func(f *flag.Flag) {

@@ -18,8 +18,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/kit"
+	"github.com/drover-dev/drover/internal/registry"
 	"github.com/drover-dev/drover/internal/scheme"
 )
 
@@ -94,12 +94,12 @@ func main() {
 }
 
 func run() error {
-	registry := controller.Registry()
-	f, zopts := parseFlags(registry)
+	controllers := registry.Registry()
+	f, zopts := parseFlags(controllers)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zopts)))
 	log := ctrl.Log.WithName("setup")
 
-	enabled, err := controller.ParseControllers(f.controllers, registry)
+	enabled, err := registry.ParseControllers(f.controllers, controllers)
 	if err != nil {
 		return err
 	}
@@ -118,8 +118,8 @@ func run() error {
 	shutdown := f.gracefulShutdownPeriod
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
-		Cache:                   controller.CacheOptions(registry, enabled),
-		Client:                  controller.ClientOptions(),
+		Cache:                   registry.CacheOptions(controllers, enabled),
+		Client:                  registry.ClientOptions(),
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  f.probeAddr,
 		PprofBindAddress:        f.pprofAddr,
@@ -139,7 +139,7 @@ func run() error {
 	}
 
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
-	started, err := controller.Setup(ctx, mgr, registry, enabled, f.enableWebhooks)
+	started, err := registry.Setup(ctx, mgr, controllers, enabled, f.enableWebhooks)
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
-	"github.com/drover-dev/drover/internal/controller/persistentpodstate/core"
 	"github.com/drover-dev/drover/internal/measure"
+	"github.com/drover-dev/drover/internal/persistentpodstate/core"
 )
 
 // The PersistentPodState scenario's steps on a recorded StatefulSet: no-op passes, the rolling update by

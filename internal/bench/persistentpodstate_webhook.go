@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
-	"github.com/drover-dev/drover/internal/controller/persistentpodstate/ppsmetrics"
 	"github.com/drover-dev/drover/internal/measure"
+	"github.com/drover-dev/drover/internal/persistentpodstate/ppsmetrics"
 )
 
 // The PersistentPodState scenario's pod webhook step.

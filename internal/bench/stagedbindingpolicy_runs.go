@@ -16,8 +16,8 @@ import (
 
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
-	"github.com/drover-dev/drover/internal/controller/stagedbindingpolicy/stager"
 	"github.com/drover-dev/drover/internal/measure"
+	"github.com/drover-dev/drover/internal/stagedbindingpolicy/stager"
 )
 
 // sbpSample is one measured promotion: from the satisfying CombinedStatus event (t0) to the status event

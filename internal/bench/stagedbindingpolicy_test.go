@@ -10,9 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
-	"github.com/drover-dev/drover/internal/controller/stagedbindingpolicy/sbpcel"
-	"github.com/drover-dev/drover/internal/controller/stagedbindingpolicy/stager"
 	"github.com/drover-dev/drover/internal/kubestellarsim"
+	"github.com/drover-dev/drover/internal/stagedbindingpolicy/sbpcel"
+	"github.com/drover-dev/drover/internal/stagedbindingpolicy/stager"
 )
 
 func TestSBPTiers(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/drover-dev/drover/internal/index"
@@ -41,8 +42,18 @@ type Controller struct {
 	RegisterMetrics func(prometheus.Registerer) error
 	// Setup builds the controller on mgr; the indexes are registered before it runs.
 	Setup func(ctx context.Context, mgr manager.Manager) error
-	// Webhooks registers the controller's admission webhooks with mgr's webhook server; nil for none.
-	Webhooks func(mgr manager.Manager) error
+	// Webhooks declares the controller's admission webhooks (their configurations are generated from this
+	// list); ServeWebhooks registers their handlers on mgr's webhook server, at the declared paths. Start
+	// fails when a declared path is left without a handler.
+	Webhooks      []Webhook
+	ServeWebhooks func(mgr manager.Manager) error
+	// CRDs are the files of the CustomResourceDefinitions the controller installs (its own kinds only, not
+	// those it reads), by the names controller-gen gives them. hack/registrygen puts them into the
+	// controller's kustomize component.
+	CRDs []string
+	// Objects are one object of each API package the controller serves or reads (&tkestackv1.TApp{}, ...);
+	// hack/registrygen adds those packages to the scheme (internal/scheme).
+	Objects []client.Object
 	// Cache adjusts the manager's cache options for this controller before the manager is built (after the
 	// flags are parsed): what a type caches, or a type restricted to one object. nil for none.
 	Cache func(*cache.Options)
@@ -83,25 +94,22 @@ func NewFlagSet(name string) *flag.FlagSet {
 
 // Start sets up, in order, the enabled controllers whose kinds are served: their indexes (each once per
 // manager), metrics (in reg) and the controller itself, and, with webhooks, their admission webhooks. A
-// controller disabled by its flags or whose kinds are not served is skipped with one log line. It returns
-// the names of the controllers it started.
+// controller that is not enabled, disabled by its flags or whose kinds are not served is off: one log line
+// says so and why, and with webhooks its declared webhooks admit every request unchanged, so its kinds stay
+// writable whatever webhook configurations are installed (docs/design/controller-kit.md, "A controller
+// that is off"). It returns the names of the controllers it started.
 func Start(ctx context.Context, mgr manager.Manager, controllers []*Controller, enabled sets.Set[string],
 	reg prometheus.Registerer, webhooks bool) ([]string, error) {
 	log := ctrl.LoggerFrom(ctx)
 	indexed := sets.New[string]()
 	var started []string
 	for _, c := range controllers {
-		if !enabled.Has(c.Name) {
-			continue
-		}
-		if c.Disabled != nil {
-			if reason := c.Disabled(); reason != "" {
-				log.Info("Controller disabled", "controller", c.Name, "reason", reason)
-				continue
+		reason := c.offReason(mgr, enabled)
+		if reason != "" {
+			log.Info("Controller off: its webhooks admit its kinds unchanged", "controller", c.Name, "reason", reason)
+			if webhooks {
+				serveAllowAll(mgr.GetWebhookServer(), c.Name, reason, c.Webhooks)
 			}
-		}
-		if err := Served(mgr.GetRESTMapper(), c.Kinds); err != nil {
-			log.Error(err, "Controller skipped: its API is not served", "controller", c.Name)
 			continue
 		}
 		if err := c.start(ctx, mgr, indexed, reg, webhooks); err != nil {
@@ -110,6 +118,22 @@ func Start(ctx context.Context, mgr manager.Manager, controllers []*Controller, 
 		started = append(started, c.Name)
 	}
 	return started, nil
+}
+
+// offReason returns why c does not run, or "" when it starts.
+func (c *Controller) offReason(mgr manager.Manager, enabled sets.Set[string]) string {
+	if !enabled.Has(c.Name) {
+		return "not in --controllers"
+	}
+	if c.Disabled != nil {
+		if reason := c.Disabled(); reason != "" {
+			return reason
+		}
+	}
+	if err := Served(mgr.GetRESTMapper(), c.Kinds); err != nil {
+		return "its API is not served: " + err.Error()
+	}
+	return ""
 }
 
 func (c *Controller) start(ctx context.Context, mgr manager.Manager, indexed sets.Set[string],
@@ -132,9 +156,14 @@ func (c *Controller) start(ctx context.Context, mgr manager.Manager, indexed set
 	if err := c.Setup(ctx, mgr); err != nil {
 		return err
 	}
-	if webhooks && c.Webhooks != nil {
-		if err := c.Webhooks(mgr); err != nil {
+	if webhooks && c.ServeWebhooks != nil {
+		if err := c.ServeWebhooks(mgr); err != nil {
 			return fmt.Errorf("webhooks: %w", err)
+		}
+	}
+	if webhooks {
+		if err := checkServed(mgr.GetWebhookServer(), c.Webhooks); err != nil {
+			return err
 		}
 	}
 	return nil

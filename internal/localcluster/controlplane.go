@@ -107,10 +107,10 @@ func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 	switch {
 	case c.opts.SkipManager:
 		c.log.Info("Manager skipped: not registering webhooks")
-	case fileExists(c.opts.WebhookManifests):
-		webhookPaths = []string{c.opts.WebhookManifests}
+	case len(c.opts.WebhookManifests) > 0:
+		webhookPaths = c.opts.WebhookManifests
 	default:
-		c.log.Info("No webhook manifests, running without webhooks", "path", c.opts.WebhookManifests)
+		c.log.Info("No webhook manifests, running without webhooks", "paths", c.opts.WebhookManifests)
 	}
 	return &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{

@@ -69,8 +69,8 @@ type Options struct {
 	// Nodes is the number of fake nodes. Default: $DROVER_LOCAL_NODES, else DefaultNodes.
 	Nodes int
 
-	// CRDDirs are installed before anything else starts. Default: <root>/config/crd/bases (skipped with a
-	// log line when it does not exist yet).
+	// CRDDirs are installed before anything else starts. Default: every controller's
+	// <root>/config/components/*/crd (skipped with a log line when it does not exist yet).
 	CRDDirs []string
 	// KubeStellarCRDDir holds KubeStellar's control.kubestellar.io CRDs and OCM's ManagedCluster CRD, installed
 	// with drover's. Default: <root>/config/crd/kubestellar.
@@ -85,11 +85,12 @@ type Options struct {
 	SkipKssim bool
 
 	// WebhookManifests are the generated webhook configurations; envtest rewrites them to
-	// https://127.0.0.1:<port> with a generated CA. Default: <root>/config/webhook/manifests.yaml (no
-	// webhooks when it does not exist).
-	WebhookManifests string
-	// RBACFiles hold the Roles and ClusterRoles the manager's ServiceAccount is bound to. Default:
-	// <root>/config/rbac/role.yaml, plus <root>/config/rbac/leader_election_role.yaml when it exists.
+	// https://127.0.0.1:<port> with a generated CA. Default: every controller's
+	// <root>/config/components/*/webhooks.yaml (no webhooks when there is none).
+	WebhookManifests []string
+	// RBACFiles hold the Roles and ClusterRoles the manager's ServiceAccount is bound to. Default: the
+	// manager's own <root>/config/rbac/role.yaml and aggregated_role.yaml, and every controller's
+	// <root>/config/components/*/role.yaml: exactly what an installation grants.
 	RBACFiles []string
 
 	// KwokStageDir is the sigs.k8s.io/kwok module directory; the node stages kustomize/stage/node/fast and
@@ -161,26 +162,30 @@ func (o *Options) completePaths() {
 	def(&o.Kubeconfig, filepath.Join(filepath.Dir(o.Dir), "kubeconfig"))
 	def(&o.BinDir, filepath.Join(root, "bin", "k8s"))
 	def(&o.ManagerBinary, filepath.Join(root, "bin", "drover-manager"))
-	def(&o.WebhookManifests, filepath.Join(root, "config", "webhook", "manifests.yaml"))
 	def(&o.KubeStellarCRDDir, filepath.Join(root, "config", "crd", "kubestellar"))
 	def(&o.KssimBinary, filepath.Join(root, "bin", "kssim"))
 	if o.ManagerLease == "" {
 		o.ManagerLease = DefaultManagerLease
 	}
+	components := func(pattern string) []string {
+		found, _ := filepath.Glob(filepath.Join(root, "config", "components", "*", pattern)) // a constant, valid pattern
+		return found
+	}
 	if o.CRDDirs == nil {
-		o.CRDDirs = []string{filepath.Join(root, "config", "crd", "bases")}
+		o.CRDDirs = components("crd")
+	}
+	if o.WebhookManifests == nil {
+		o.WebhookManifests = components("webhooks.yaml")
 	}
 	if o.RBACFiles == nil {
-		o.RBACFiles = []string{filepath.Join(root, "config", "rbac", "role.yaml"),
-			filepath.Join(root, "config", "rbac", "aggregated_role.yaml")}
-		if le := filepath.Join(root, "config", "rbac", "leader_election_role.yaml"); fileExists(le) {
-			o.RBACFiles = append(o.RBACFiles, le)
-		}
+		o.RBACFiles = append([]string{filepath.Join(root, "config", "rbac", "role.yaml"),
+			filepath.Join(root, "config", "rbac", "aggregated_role.yaml")}, components("role.yaml")...)
 	}
 	// Copies, so that the caller's slices are not rewritten.
 	o.CRDDirs, o.RBACFiles, o.KwokStages = slices.Clone(o.CRDDirs), slices.Clone(o.RBACFiles), slices.Clone(o.KwokStages)
+	o.WebhookManifests = slices.Clone(o.WebhookManifests)
 	o.ManagerArgs, o.KssimArgs = slices.Clone(o.ManagerArgs), slices.Clone(o.KssimArgs)
-	for _, list := range [][]string{o.CRDDirs, o.RBACFiles, o.KwokStages} {
+	for _, list := range [][]string{o.CRDDirs, o.RBACFiles, o.KwokStages, o.WebhookManifests} {
 		for i := range list {
 			list[i] = abs(root, list[i])
 		}

@@ -1,5 +1,5 @@
 // Package metricsreg registers drover's metrics with the manager's registry. The controllers' packages
-// define their collectors; the manager registers them through controller.Setup, not at package init, so a
+// define their collectors; the manager registers them through registry.Setup, not at package init, so a
 // binary or test that only imports a package registers nothing.
 package metricsreg
 

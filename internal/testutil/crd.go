@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// LoadCRD reads a generated CustomResourceDefinition (config/crd/bases/…) strictly.
+// LoadCRD reads a generated CustomResourceDefinition (config/components/<controller>/crd/…) strictly.
 func LoadCRD(t testing.TB, file string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Clean(file))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // Every kind drover serves has one defaulting and one validating webhook, built here the same way:
@@ -32,46 +33,57 @@ import (
 //   - The defaulting patch holds only what the defaulter changed.
 //   - Denials are the validator's API status errors (422 Invalid with field causes); panics become 500s.
 
-// kindWebhooks are the defaulting and validating webhooks of one kind with the paths they are served at.
-type kindWebhooks struct {
-	mutatePath, validatePath string
-	mutating, validating     *admission.Webhook
+// KindWebhooks are the defaulting and validating webhooks of one kind with the paths they are served at.
+type KindWebhooks struct {
+	MutatePath, ValidatePath string
+	Mutating, Validating     *admission.Webhook
 }
 
-// newKindWebhooks builds the webhooks of the kind of the objects newObj makes. The paths follow
+// NewKindWebhooks builds the webhooks of the kind of the objects newObj makes. The paths follow
 // controller-runtime's convention (/mutate-<group with dashes>-<version>-<lower-case kind>), which the
 // webhook markers name.
-func newKindWebhooks[T client.Object](scheme *runtime.Scheme, newObj func() T,
-	defaulter admission.Defaulter[T], validator admission.Validator[T]) (kindWebhooks, error) {
+func NewKindWebhooks[T client.Object](scheme *runtime.Scheme, newObj func() T,
+	defaulter admission.Defaulter[T], validator admission.Validator[T]) (KindWebhooks, error) {
 	gvk, err := apiutil.GVKForObject(newObj(), scheme)
 	if err != nil {
-		return kindWebhooks{}, fmt.Errorf("looking up the kind of the webhooks: %w", err)
+		return KindWebhooks{}, fmt.Errorf("looking up the kind of the webhooks: %w", err)
 	}
-	suffix := strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
 	decoder := admission.NewDecoder(scheme)
-	return kindWebhooks{
-		mutatePath:   "/mutate-" + suffix,
-		validatePath: "/validate-" + suffix,
-		mutating: &admission.Webhook{
+	return KindWebhooks{
+		MutatePath:   kit.WebhookPath(true, gvk),
+		ValidatePath: kit.WebhookPath(false, gvk),
+		Mutating: &admission.Webhook{
 			Handler:      &defaultingHandler[T]{defaulter: defaulter, decoder: decoder, newObj: newObj},
 			RecoverPanic: ptr.To(true),
 		},
-		validating: &admission.Webhook{
+		Validating: &admission.Webhook{
 			Handler:      &validatingHandler[T]{validator: validator, decoder: decoder, newObj: newObj, gk: gvk.GroupKind()},
 			RecoverPanic: ptr.To(true),
 		},
 	}, nil
 }
 
-// registerKindWebhooks serves the webhooks of a kind on the manager's webhook server.
-func registerKindWebhooks[T client.Object](mgr manager.Manager, newObj func() T,
+// RegisterKindWebhooks serves the webhooks of a kind on the manager's webhook server.
+func RegisterKindWebhooks[T client.Object](mgr manager.Manager, newObj func() T,
 	defaulter admission.Defaulter[T], validator admission.Validator[T]) error {
-	w, err := newKindWebhooks(mgr.GetScheme(), newObj, defaulter, validator)
+	w, err := NewKindWebhooks(mgr.GetScheme(), newObj, defaulter, validator)
 	if err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(w.mutatePath, w.mutating)
-	mgr.GetWebhookServer().Register(w.validatePath, w.validating)
+	mgr.GetWebhookServer().Register(w.MutatePath, w.Mutating)
+	mgr.GetWebhookServer().Register(w.ValidatePath, w.Validating)
+	return nil
+}
+
+// RegisterValidatingWebhook serves only the validating webhook of a kind that has nothing to default. It is
+// built exactly as RegisterKindWebhooks builds it (same handler, same path convention); the defaulting
+// webhook, built without a defaulter, is never registered.
+func RegisterValidatingWebhook[T client.Object](mgr manager.Manager, newObj func() T, validator admission.Validator[T]) error {
+	w, err := NewKindWebhooks(mgr.GetScheme(), newObj, nil, validator)
+	if err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(w.ValidatePath, w.Validating)
 	return nil
 }
 
@@ -94,7 +106,7 @@ func (h *defaultingHandler[T]) Handle(ctx context.Context, req admission.Request
 	}
 	ctx = admission.NewContextWithRequest(ctx, req)
 	obj := h.newObj()
-	if errs := decodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
+	if errs := DecodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
 		return admission.Allowed("not decodable: left to the API server's schema check and the validating webhook")
 	}
 	before, err := json.Marshal(obj)
@@ -102,7 +114,7 @@ func (h *defaultingHandler[T]) Handle(ctx context.Context, req admission.Request
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if err := h.defaulter.Default(ctx, obj); err != nil {
-		return errorResponse(err, nil)
+		return ErrorResponse(err, nil)
 	}
 	after, err := json.Marshal(obj)
 	if err != nil {
@@ -138,7 +150,7 @@ func patchRequestObject(raw, before, after []byte) admission.Response {
 }
 
 // validatingHandler runs a typed Validator. An object that does not decode is denied with a 422 listing every
-// bad value at its field path (decodeObject). On UPDATE, a stored object that no longer decodes is no
+// bad value at its field path (DecodeObject). On UPDATE, a stored object that no longer decodes is no
 // reason to deny: the new object is then validated as on CREATE, every rule enforced.
 type validatingHandler[T client.Object] struct {
 	validator admission.Validator[T]
@@ -155,18 +167,18 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 	var err error
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
-		if errs := decodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
-			return errorResponse(apierrors.NewInvalid(h.gk, req.Name, errs), nil)
+		if errs := DecodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
+			return ErrorResponse(apierrors.NewInvalid(h.gk, req.Name, errs), nil)
 		}
 		old := h.newObj()
-		if req.Operation == admissionv1.Update && len(decodeObject(h.decoder, req.OldObject, old)) == 0 {
+		if req.Operation == admissionv1.Update && len(DecodeObject(h.decoder, req.OldObject, old)) == 0 {
 			warnings, err = h.validator.ValidateUpdate(ctx, old, obj)
 		} else {
 			warnings, err = h.validator.ValidateCreate(ctx, obj)
 		}
 	case admissionv1.Delete:
 		// The deleted object is in OldObject. Delete rules need its name only when it does not decode.
-		if errs := decodeObject(h.decoder, req.OldObject, obj); len(errs) > 0 {
+		if errs := DecodeObject(h.decoder, req.OldObject, obj); len(errs) > 0 {
 			obj = h.newObj()
 			obj.SetName(req.Name)
 			obj.SetNamespace(req.Namespace)
@@ -176,14 +188,14 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 		return admission.Allowed("")
 	}
 	if err != nil {
-		return errorResponse(err, warnings)
+		return ErrorResponse(err, warnings)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
 }
 
-// errorResponse denies with the API status of err (422 Invalid with its causes, 403 Forbidden, ...); an
+// ErrorResponse denies with the API status of err (422 Invalid with its causes, 403 Forbidden, ...); an
 // error without one is a 422 too, so that no denial reaches the user as a bare message.
-func errorResponse(err error, warnings admission.Warnings) admission.Response {
+func ErrorResponse(err error, warnings admission.Warnings) admission.Response {
 	var apiStatus apierrors.APIStatus
 	if !errors.As(err, &apiStatus) {
 		apiStatus = apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.InternalError(field.NewPath("metadata"), err)})

@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,7 +24,7 @@ import (
 // maxDecodeErrors bounds the field errors one undecodable object reports.
 const maxDecodeErrors = 100
 
-// decodeObject decodes the raw object of an admission request into into. Its status is never read: every kind
+// DecodeObject decodes the raw object of an admission request into into. Its status is never read: every kind
 // drover serves has a status subresource, so the API server discards the status of a create or an update of
 // the main resource, and a status the typed object cannot hold (`status: "x"`) must not fail admission.
 //
@@ -30,7 +32,7 @@ const maxDecodeErrors = 100
 // (a number where the API has a string, 1.5 for an integer, an unparsable quantity or time, ...), each with
 // its field path, as the API server's schema check reports them. The object is decoded once in the common
 // case; the slower walk that locates the errors runs only for an object that failed.
-func decodeObject(decoder admission.Decoder, raw runtime.RawExtension, into runtime.Object) field.ErrorList {
+func DecodeObject(decoder admission.Decoder, raw runtime.RawExtension, into runtime.Object) field.ErrorList {
 	err := decoder.DecodeRaw(raw, into)
 	if err == nil {
 		clearStatus(into)
@@ -161,7 +163,7 @@ func mapDecodeErrors(v any, t reflect.Type, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.TypeInvalid(path, shortValue(v), "must be an object")}
 	}
 	var errs field.ErrorList
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		errs = append(errs, locateDecodeErrors(obj[k], t.Elem(), path.Key(k))...)
 	}
 	return errs

@@ -69,7 +69,7 @@ func TestDecodeObject(t *testing.T) {
 	decoder := admission.NewDecoder(scheme.New())
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			errs := decodeObject(decoder, runtime.RawExtension{Raw: []byte(tc.raw)}, tc.obj)
+			errs := DecodeObject(decoder, runtime.RawExtension{Raw: []byte(tc.raw)}, tc.obj)
 			var got []cause
 			for _, e := range errs {
 				got = append(got, cause{e.Field, e.Detail})
@@ -91,7 +91,7 @@ func TestDecodeObject(t *testing.T) {
 func TestDecodeObjectClearsStatus(t *testing.T) {
 	raw := `{"apiVersion":"apps.tkestack.io/v1","kind":"TApp","metadata":{"name":"t"},"spec":{},"status":{"replicas":3}}`
 	app := &tkestackv1.TApp{}
-	if errs := decodeObject(admission.NewDecoder(scheme.New()), runtime.RawExtension{Raw: []byte(raw)}, app); len(errs) > 0 {
+	if errs := DecodeObject(admission.NewDecoder(scheme.New()), runtime.RawExtension{Raw: []byte(raw)}, app); len(errs) > 0 {
 		t.Fatalf("decode errors: %v", errs)
 	}
 	if app.Status.Replicas != 0 {
@@ -107,7 +107,7 @@ func TestDecodeObjectBoundsErrors(t *testing.T) {
 	}
 	raw := `{"apiVersion":"apps.openyurt.io/v1beta1","kind":"NodePool","metadata":{"name":"p"},"spec":{"labels":{` +
 		strings.Join(labels, ",") + `}}}`
-	errs := decodeObject(admission.NewDecoder(scheme.New()), runtime.RawExtension{Raw: []byte(raw)}, &openyurtv1beta1.NodePool{})
+	errs := DecodeObject(admission.NewDecoder(scheme.New()), runtime.RawExtension{Raw: []byte(raw)}, &openyurtv1beta1.NodePool{})
 	if len(errs) != maxDecodeErrors+1 || errs[maxDecodeErrors].Type != field.ErrorTypeTooMany {
 		t.Errorf("got %d errors (last %v), want %d and a TooMany", len(errs), errs[len(errs)-1], maxDecodeErrors+1)
 	}

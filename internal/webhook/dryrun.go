@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,26 +44,26 @@ const (
 // template. An Invalid answer is a result, not a failure (dryRunCreate).
 var dryRunExecutor = kit.Executor{Max: dryRunConcurrency, SlowStart: true}
 
-// dryRunResult is what one dry run found: the API server's Invalid causes, or for an accepted object the
+// DryRunResult is what one dry run found: the API server's Invalid causes, or for an accepted object the
 // causes of what server-side apply could not hold and of the fields it dropped (with applied). The causes'
 // fields are relative to the object sent.
-type dryRunResult struct {
-	causes []metav1.StatusCause
+type DryRunResult struct {
+	Causes []metav1.StatusCause
 }
 
-// runDryRuns sends every object as a dry-run create, all within one dryRunBudget, and returns the result of
+// RunDryRuns sends every object as a dry-run create, all within one dryRunBudget, and returns the result of
 // each in the order of objs. A result is nil for an object not sent (an earlier batch failed); err is the
-// first failure that is not Invalid, which the caller turns into a warning (dryRunWarnings). With
+// first failure that is not Invalid, which the caller turns into a warning (DryRunWarnings). With
 // applied (the controller writes the object with server-side apply and compares it with its rendering), an
 // accepted object is checked against the apply schema (applyCauses) and compared with what the API server
 // returned (droppedFieldCauses).
-func runDryRuns(ctx context.Context, w client.Writer, objs []client.Object, applied bool) ([]*dryRunResult, error) {
+func RunDryRuns(ctx context.Context, w client.Writer, objs []client.Object, applied bool) ([]*DryRunResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, dryRunBudget)
 	defer cancel()
-	attempts := kit.Run(ctx, dryRunExecutor, objs, func(ctx context.Context, obj client.Object) (*dryRunResult, error) {
+	attempts := kit.Run(ctx, dryRunExecutor, objs, func(ctx context.Context, obj client.Object) (*DryRunResult, error) {
 		return dryRunCreate(ctx, w, obj, applied)
 	})
-	out := make([]*dryRunResult, len(objs))
+	out := make([]*DryRunResult, len(objs))
 	var firstErr error
 	for i, a := range attempts {
 		switch {
@@ -79,7 +81,7 @@ func runDryRuns(ctx context.Context, w client.Writer, objs []client.Object, appl
 
 // dryRunCreate sends a copy of obj as a dry-run create. An Invalid rejection gives the API server's causes;
 // any other failure is returned as an error.
-func dryRunCreate(ctx context.Context, w client.Writer, obj client.Object, applied bool) (*dryRunResult, error) {
+func dryRunCreate(ctx context.Context, w client.Writer, obj client.Object, applied bool) (*DryRunResult, error) {
 	sent, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("copying the %s", kindName(obj))
@@ -89,12 +91,12 @@ func dryRunCreate(ctx context.Context, w client.Writer, obj client.Object, appli
 	switch {
 	case err == nil:
 		if !applied {
-			return &dryRunResult{}, nil
+			return &DryRunResult{}, nil
 		}
-		return &dryRunResult{causes: append(applyCauses(obj), droppedFieldCauses(obj, sent)...)}, nil
+		return &DryRunResult{Causes: append(applyCauses(obj), droppedFieldCauses(obj, sent)...)}, nil
 	case apierrors.IsInvalid(err) && errors.As(err, &apiStatus):
 		status := apiStatus.Status()
-		return &dryRunResult{causes: statusCauses(&status)}, nil
+		return &DryRunResult{Causes: statusCauses(&status)}, nil
 	default:
 		return nil, fmt.Errorf("dry-run create of the %s: %w", kindName(obj), err)
 	}
@@ -112,9 +114,9 @@ func kindName(obj runtime.Object) string {
 	return t.Name()
 }
 
-// dryRunWarnings turns a dry-run failure that is not Invalid into an admission warning: what was not checked,
+// DryRunWarnings turns a dry-run failure that is not Invalid into an admission warning: what was not checked,
 // and what the controller creates from it.
-func dryRunWarnings(what, creates string, err error) admission.Warnings {
+func DryRunWarnings(what, creates string, err error) admission.Warnings {
 	return admission.Warnings{fmt.Sprintf(
 		"%s not checked by Kubernetes (%v); the controller reports any error when it creates %s", what, err, creates)}
 }
@@ -198,8 +200,8 @@ func droppedFields(sent, got any, path *field.Path) []*field.Path {
 		if !ok {
 			return nil
 		}
-		for _, k := range sortedKeys(s) {
-			if isEmptyValue(s[k]) {
+		for _, k := range slices.Sorted(maps.Keys(s)) {
+			if IsEmptyValue(s[k]) {
 				continue
 			}
 			if g[k] == nil {
@@ -215,7 +217,7 @@ func droppedFields(sent, got any, path *field.Path) []*field.Path {
 		}
 		for i, v := range s {
 			switch {
-			case isEmptyValue(v):
+			case IsEmptyValue(v):
 			case i >= len(g) || g[i] == nil:
 				out = append(out, path.Index(i))
 			default:
@@ -226,8 +228,8 @@ func droppedFields(sent, got any, path *field.Path) []*field.Path {
 	return out
 }
 
-// isEmptyValue reports whether v is nil, "", 0, false, or a map or list holding only empty values.
-func isEmptyValue(v any) bool {
+// IsEmptyValue reports whether v is nil, "", 0, false, or a map or list holding only empty values.
+func IsEmptyValue(v any) bool {
 	switch x := v.(type) {
 	case nil:
 		return true
@@ -245,14 +247,14 @@ func isEmptyValue(v any) bool {
 		return x == 0
 	case map[string]any:
 		for _, e := range x {
-			if !isEmptyValue(e) {
+			if !IsEmptyValue(e) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		for _, e := range x {
-			if !isEmptyValue(e) {
+			if !IsEmptyValue(e) {
 				return false
 			}
 		}
@@ -262,9 +264,9 @@ func isEmptyValue(v any) bool {
 	}
 }
 
-// requestNamespace returns namespace, or when it is empty (not yet filled in from the request URL) the
+// RequestNamespace returns namespace, or when it is empty (not yet filled in from the request URL) the
 // namespace of the admission request in ctx.
-func requestNamespace(ctx context.Context, namespace string) string {
+func RequestNamespace(ctx context.Context, namespace string) string {
 	if namespace == "" {
 		if req, err := admission.RequestFromContext(ctx); err == nil {
 			namespace = req.Namespace
@@ -273,10 +275,10 @@ func requestNamespace(ctx context.Context, namespace string) string {
 	return namespace
 }
 
-// hasErrorAt reports whether errs holds an error at path or below it.
-func hasErrorAt(errs field.ErrorList, path string) bool {
+// HasErrorAt reports whether errs holds an error at path or below it.
+func HasErrorAt(errs field.ErrorList, path string) bool {
 	for _, e := range errs {
-		if hasFieldPrefix(e.Field, path) {
+		if HasFieldPrefix(e.Field, path) {
 			return true
 		}
 	}
@@ -295,8 +297,8 @@ func statusCauses(status *metav1.Status) []metav1.StatusCause {
 	return []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: status.Message}}
 }
 
-// causeKey identifies a cause, for reporting a cause found by several dry runs of one template once.
-func causeKey(c metav1.StatusCause) string {
+// CauseKey identifies a cause, for reporting a cause found by several dry runs of one template once.
+func CauseKey(c metav1.StatusCause) string {
 	return string(c.Type) + "\x00" + c.Field + "\x00" + c.Message
 }
 
@@ -306,10 +308,10 @@ var fieldErrorTypes = sets.New(field.ErrorTypeNotFound, field.ErrorTypeRequired,
 	field.ErrorTypeTooMany, field.ErrorTypeInternal, field.ErrorTypeTypeInvalid, field.ErrorTypeTooShort,
 	field.ErrorTypeTooFew)
 
-// causeError maps an API server cause on the object sent onto the admitted object's template: its field path
+// CauseError maps an API server cause on the object sent onto the admitted object's template: its field path
 // gets prefix, and its message is kept as it is (with note appended). The cause's message already renders the
 // bad value, so the error carries none of its own.
-func causeError(prefix *field.Path, c metav1.StatusCause, note string) *field.Error {
+func CauseError(prefix *field.Path, c metav1.StatusCause, note string) *field.Error {
 	typ := field.ErrorType(c.Type)
 	detail := c.Message
 	if fieldErrorTypes.Has(typ) {
@@ -334,4 +336,13 @@ func causeError(prefix *field.Path, c metav1.StatusCause, note string) *field.Er
 		path += "." + c.Field
 	}
 	return &field.Error{Type: typ, Field: path, BadValue: field.OmitValueType{}, Detail: detail}
+}
+
+// HasFieldPrefix reports whether the field path path is prefix or a field below it.
+func HasFieldPrefix(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	rest := path[len(prefix):]
+	return rest == "" || rest[0] == '.' || rest[0] == '['
 }

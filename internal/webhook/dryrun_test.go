@@ -3,9 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -24,34 +22,6 @@ import (
 
 	"github.com/drover-dev/drover/internal/scheme"
 )
-
-// dryRuns records the dry-run creates a validator sends, of objects of type T, and answers them with respond.
-// The dry runs of one request go concurrently: objs holds them in the order they arrived.
-type dryRuns[T client.Object] struct {
-	mu      sync.Mutex
-	objs    []T
-	opts    [][]client.CreateOption
-	respond func(obj T) error
-}
-
-func (d *dryRuns[T]) client() client.Client {
-	return fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
-		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			o, ok := obj.(T)
-			if !ok {
-				return fmt.Errorf("the dry run sent a %T", obj)
-			}
-			d.mu.Lock()
-			d.objs = append(d.objs, o.DeepCopyObject().(T))
-			d.opts = append(d.opts, opts)
-			d.mu.Unlock()
-			if d.respond == nil {
-				return nil
-			}
-			return d.respond(o)
-		},
-	}).Build()
-}
 
 func TestDroppedFields(t *testing.T) {
 	tests := map[string]struct {
@@ -166,8 +136,8 @@ func TestCauseError(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := causeError(prefix, tc.cause, tc.note).Error(); got != tc.want {
-				t.Errorf("causeError = %q, want %q", got, tc.want)
+			if got := CauseError(prefix, tc.cause, tc.note).Error(); got != tc.want {
+				t.Errorf("CauseError = %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -199,13 +169,13 @@ func TestRunDryRuns(t *testing.T) {
 	t.Run("results in order", func(t *testing.T) {
 		names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}
 		w, calls := respond(invalid)
-		results, err := runDryRuns(context.Background(), w, pods(names...), false)
+		results, err := RunDryRuns(context.Background(), w, pods(names...), false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
 		for _, r := range results {
-			for _, c := range r.causes {
+			for _, c := range r.Causes {
 				got = append(got, c.Field)
 			}
 		}
@@ -225,7 +195,7 @@ func TestRunDryRuns(t *testing.T) {
 			return &apierrors.StatusError{ErrStatus: metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
 				Message: "violates PodSecurity"}}
 		})
-		results, err := runDryRuns(context.Background(), w, pods("a", "b", "c"), false)
+		results, err := RunDryRuns(context.Background(), w, pods("a", "b", "c"), false)
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("err = %v, want the Forbidden", err)
 		}
@@ -238,8 +208,8 @@ func TestRunDryRuns(t *testing.T) {
 	})
 	t.Run("an accepted object has no causes", func(t *testing.T) {
 		w, _ := respond(func(string) error { return nil })
-		results, err := runDryRuns(context.Background(), w, pods("a"), true)
-		if err != nil || results[0] == nil || len(results[0].causes) != 0 {
+		results, err := RunDryRuns(context.Background(), w, pods("a"), true)
+		if err != nil || results[0] == nil || len(results[0].Causes) != 0 {
 			t.Errorf("results = %v, %v; want one without causes", results, err)
 		}
 	})
@@ -248,7 +218,7 @@ func TestRunDryRuns(t *testing.T) {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 			"metadata": map[string]any{"generateName": "a"}}}
 		before := obj.DeepCopy()
-		if _, err := runDryRuns(context.Background(), w, []client.Object{obj}, true); err != nil {
+		if _, err := RunDryRuns(context.Background(), w, []client.Object{obj}, true); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(before, obj); diff != "" {
@@ -257,7 +227,7 @@ func TestRunDryRuns(t *testing.T) {
 	})
 	t.Run("a plain error is wrapped with the kind", func(t *testing.T) {
 		w, _ := respond(func(string) error { return errors.New("connection refused") })
-		_, err := runDryRuns(context.Background(), w, pods("a"), false)
+		_, err := RunDryRuns(context.Background(), w, pods("a"), false)
 		if err == nil || err.Error() != "dry-run create of the Pod: connection refused" {
 			t.Errorf("err = %v", err)
 		}

@@ -16,9 +16,9 @@ import (
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
-	"github.com/drover-dev/drover/internal/controller/persistentpodstate"
-	"github.com/drover-dev/drover/internal/controller/persistentpodstate/whitelist"
 	"github.com/drover-dev/drover/internal/localcluster"
+	"github.com/drover-dev/drover/internal/persistentpodstate"
+	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 

@@ -42,7 +42,7 @@ const (
 	// tappPoll is the polling interval of the waits.
 	tappPoll = 200 * time.Millisecond
 	// tutorialDir holds the tutorial's manifests, verbatim.
-	tutorialDir = "internal/webhook/testdata/tapp"
+	tutorialDir = "internal/tapp/testdata/tapp"
 	// tappContainer is the container name of the tutorial's templates.
 	tappContainer = "nginx"
 )

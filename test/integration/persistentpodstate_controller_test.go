@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
-	"github.com/drover-dev/drover/internal/controller/persistentpodstate"
-	"github.com/drover-dev/drover/internal/controller/persistentpodstate/ppsmetrics"
+	"github.com/drover-dev/drover/internal/persistentpodstate"
+	"github.com/drover-dev/drover/internal/persistentpodstate/ppsmetrics"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 

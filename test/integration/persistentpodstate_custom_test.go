@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
-	"github.com/drover-dev/drover/internal/controller/persistentpodstate"
-	"github.com/drover-dev/drover/internal/controller/persistentpodstate/whitelist"
+	"github.com/drover-dev/drover/internal/persistentpodstate"
+	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 

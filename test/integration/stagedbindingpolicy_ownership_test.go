@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
-	"github.com/drover-dev/drover/internal/controller/stagedbindingpolicy/stager"
+	"github.com/drover-dev/drover/internal/stagedbindingpolicy/stager"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 

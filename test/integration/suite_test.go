@@ -25,9 +25,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/kubestellarsim"
+	"github.com/drover-dev/drover/internal/registry"
 	"github.com/drover-dev/drover/internal/scheme"
 )
 
@@ -62,10 +62,10 @@ var _ = BeforeSuite(func() {
 	testEnv = &envtest.Environment{
 		BinaryAssetsDirectory: filepath.Join(root, "bin", "k8s"),
 		// drover's CRDs, and KubeStellar's with the minimal ManagedCluster for StagedBindingPolicy.
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "config", "crd", "kubestellar")},
+		CRDDirectoryPaths:     append(components(root, "crd"), filepath.Join(root, "config", "crd", "kubestellar")),
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook")},
+			Paths: components(root, "webhooks.yaml"),
 		},
 	}
 	var err error
@@ -96,16 +96,16 @@ func startSim() {
 func startManager() {
 	wh := testEnv.WebhookInstallOptions
 	// The registry with its flags' defaults, but OpenYurt's 3 YurtAppDaemon workers (drover's default is 10).
-	registry := controller.Registry()
-	Expect(kit.SetFlag(registry, "yurtappdaemon-workers", "3")).To(Succeed())
+	controllers := registry.Registry()
+	Expect(kit.SetFlag(controllers, "yurtappdaemon-workers", "3")).To(Succeed())
 	// PersistentPodState looks for late CRDs and waits for informers for seconds, not the default 30 and 10.
-	Expect(kit.SetFlag(registry, "pps-kind-retry-interval", "2s")).To(Succeed())
-	Expect(kit.SetFlag(registry, "pps-informer-sync-timeout", "3s")).To(Succeed())
-	enabled := sets.New(kit.Names(registry)...)
+	Expect(kit.SetFlag(controllers, "pps-kind-retry-interval", "2s")).To(Succeed())
+	Expect(kit.SetFlag(controllers, "pps-informer-sync-timeout", "3s")).To(Succeed())
+	enabled := sets.New(kit.Names(controllers)...)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme.New(),
-		Cache:   controller.CacheOptions(registry, enabled),
-		Client:  controller.ClientOptions(),
+		Cache:   registry.CacheOptions(controllers, enabled),
+		Client:  registry.ClientOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
@@ -117,7 +117,7 @@ func startManager() {
 
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	cancelMgr = cancel
-	started, err := controller.Setup(ctx, mgr, registry, enabled, true)
+	started, err := registry.Setup(ctx, mgr, controllers, enabled, true)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(started).To(ConsistOf("nodepool", "yurtappdaemon", "uniteddaemonset", "tapp", "persistentpodstate", "stagedbindingpolicy"))
 
@@ -204,4 +204,12 @@ func metricSum(metric, label, labelValue string, value func(*dto.Metric) float64
 		}
 	}
 	return total
+}
+
+// components returns the files or folders named name of every controller's kustomize component.
+func components(root, name string) []string {
+	found, err := filepath.Glob(filepath.Join(root, "config", "components", "*", name))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(found).NotTo(BeEmpty())
+	return found
 }

@@ -29,13 +29,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
-	"github.com/drover-dev/drover/internal/controller/tapp"
+	"github.com/drover-dev/drover/internal/tapp"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
 const seedTApp = "example-tapp"
 
-// applySeed creates the objects of a seed tutorial manifest (internal/webhook/testdata/tapp) verbatim in a
+// applySeed creates the objects of a seed tutorial manifest (internal/tapp/testdata/tapp) verbatim in a
 // namespace, with strict field validation, as `kubectl apply -n <ns>` does.
 func applySeed(ctx context.Context, file, ns string) {
 	data, err := os.ReadFile(filepath.Join(repoRoot(), "internal", "webhook", "testdata", "tapp", file))

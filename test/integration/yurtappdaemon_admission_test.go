@@ -17,7 +17,7 @@ import (
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	"github.com/drover-dev/drover/internal/testutil"
-	"github.com/drover-dev/drover/internal/webhook"
+	"github.com/drover-dev/drover/internal/yurtappdaemon"
 )
 
 // The largest owner the CRD bounds allow: spec.workloadTweaks ≤ 32 and tweaks.patches ≤ 500. 32 tweaks of 500
@@ -91,7 +91,7 @@ var _ = Describe("Admission of the largest YurtAppDaemon", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(body)).To(BeNumerically("<", etcdLimit))
 		start := time.Now()
-		Expect(webhook.ValidateOwner(obj, nil)).To(BeEmpty())
+		Expect(yurtappdaemon.ValidateOwner(obj, nil)).To(BeEmpty())
 		GinkgoWriter.Printf("largest YurtAppDaemon: %d tweaks × %d patches, %d bytes of JSON; drover's structural rules take %v\n",
 			largestTweaks, largestPatches, len(body), time.Since(start).Round(time.Millisecond))
 

@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	crdFile      = "../../../../config/crd/bases/apps.kruise.io_persistentpodstates.yaml"
+	crdFile      = "../../../../config/components/persistentpodstate/crd/apps.kruise.io_persistentpodstates.yaml"
 	manifestFile = "testdata/openkruise-persistentpodstate.yaml"
 )
 

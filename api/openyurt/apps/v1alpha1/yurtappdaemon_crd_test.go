@@ -28,8 +28,8 @@ func TestCRDBounds(t *testing.T) {
 		"spec.workloadTweaks[].tweaks.containerImages[].targetImage": {MaxLength: ptr.To[int64](1024)},
 	}
 	for _, file := range []string{
-		"../../../../config/crd/bases/apps.openyurt.io_yurtappdaemons.yaml",
-		"../../../../config/crd/bases/apps.openyurt.io_uniteddaemonsets.yaml",
+		"../../../../config/components/yurtappdaemon/crd/apps.openyurt.io_yurtappdaemons.yaml",
+		"../../../../config/components/uniteddaemonset/crd/apps.openyurt.io_uniteddaemonsets.yaml",
 	} {
 		crd := testutil.LoadCRD(t, file)
 		for path, w := range want {

@@ -11,7 +11,7 @@ import (
 
 // TestCRDBounds checks that the generated NodePool CRD bounds the attributes a pool copies onto its nodes.
 func TestCRDBounds(t *testing.T) {
-	crd := testutil.LoadCRD(t, "../../../../config/crd/bases/apps.openyurt.io_nodepools.yaml")
+	crd := testutil.LoadCRD(t, "../../../../config/components/nodepool/crd/apps.openyurt.io_nodepools.yaml")
 	type bounds struct{ MaxItems, MaxProperties *int64 }
 	want := map[string]bounds{
 		"spec.labels":      {MaxProperties: ptr.To[int64](128)},

@@ -19,7 +19,7 @@ import (
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-const crdFile = "../../../../config/crd/bases/apps.tkestack.io_tapps.yaml"
+const crdFile = "../../../../config/components/tapp/crd/apps.tkestack.io_tapps.yaml"
 
 func loadCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()

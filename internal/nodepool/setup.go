@@ -1,0 +1,95 @@
+// Package nodepool implements the NodePool controller: pool membership, propagation of pool attributes to
+// member nodes and the pool status (docs/design/nodepool.md).
+package nodepool
+
+import (
+	"context"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	"github.com/drover-dev/drover/internal/kit"
+	"github.com/drover-dev/drover/internal/nodepool/membership"
+)
+
+// ControllerName is the name of the controller (--controllers, logs, metrics, event source).
+const ControllerName = "nodepool"
+
+// Options configures the NodePool controller; Controller binds them to its flags.
+type Options struct {
+	// Manage starts the controller and its webhooks (--manage-nodepools); false leaves NodePools to OpenYurt.
+	Manage bool
+	// Workers is the number of concurrent reconciles (--nodepool-workers).
+	Workers int
+	// SyncNodeAttributes propagates pool labels, annotations and taints to members
+	// (--nodepool-sync-node-attributes).
+	SyncNodeAttributes bool
+	// NodeWriteConcurrency bounds the node patches of one pass in flight (--nodepool-node-write-concurrency).
+	NodeWriteConcurrency int
+}
+
+// Controller describes the NodePool controller to the manager.
+func Controller() *kit.Controller {
+	gvk := openyurtv1beta1.GroupVersion.WithKind("NodePool")
+	opts := &Options{}
+	fs := kit.NewFlagSet(ControllerName)
+	fs.BoolVar(&opts.Manage, "manage-nodepools", true,
+		"Run the NodePool controller and webhooks. Set false next to OpenYurt's yurt-manager, which then owns NodePools.")
+	fs.IntVar(&opts.Workers, "nodepool-workers", 3, "Concurrent NodePool reconciles.")
+	fs.BoolVar(&opts.SyncNodeAttributes, "nodepool-sync-node-attributes", true,
+		"Push NodePool labels, annotations and taints to member nodes.")
+	fs.IntVar(&opts.NodeWriteConcurrency, "nodepool-node-write-concurrency", 8,
+		"Most node patches of one NodePool pass in flight at once.")
+	return &kit.Controller{
+		Name:  ControllerName,
+		Kinds: []schema.GroupVersionKind{gvk},
+		Flags: fs,
+		Disabled: func() string {
+			if !opts.Manage {
+				return "NodePools are managed elsewhere (--manage-nodepools=false)"
+			}
+			return ""
+		},
+		Indexes:         membership.Indexes(),
+		RegisterMetrics: RegisterMetrics,
+		Setup:           func(ctx context.Context, mgr manager.Manager) error { return Setup(ctx, mgr, *opts) },
+		Webhooks: []kit.Webhook{
+			kit.KindWebhook(true, gvk, "nodepools", admissionregistrationv1.Create, admissionregistrationv1.Update),
+			kit.KindWebhook(false, gvk, "nodepools", admissionregistrationv1.Create, admissionregistrationv1.Update,
+				admissionregistrationv1.Delete),
+		},
+		ServeWebhooks: SetupNodePoolWebhook,
+		CRDs:          []string{"apps.openyurt.io_nodepools.yaml"},
+		Objects:       []client.Object{&openyurtv1beta1.NodePool{}},
+	}
+}
+
+// Setup registers the NodePool controller with the manager; the indexes of membership.Indexes must be
+// registered. The controller runs on the leader only (controller-runtime's default).
+func Setup(_ context.Context, mgr manager.Manager, opts Options) error {
+	r := &Reconciler{
+		Client:               mgr.GetClient(),
+		Recorder:             mgr.GetEventRecorder("drover-" + ControllerName),
+		SyncNodeAttributes:   opts.SyncNodeAttributes,
+		NodeWriteConcurrency: opts.NodeWriteConcurrency,
+		Backoff:              kit.NewBackoff(),
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&openyurtv1beta1.NodePool{}, builder.WithPredicates(poolPredicate())).
+		Watches(&corev1.Node{}, nodeHandler{syncAttributes: opts.SyncNodeAttributes}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the %s controller: %w", ControllerName, err)
+	}
+	return nil
+}

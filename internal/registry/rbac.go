@@ -1,0 +1,10 @@
+package registry
+
+// Permissions the manager itself needs, whatever controllers run:
+//   - leader election: the Lease in the manager's namespace, and the core events it records there;
+//   - secure metrics (--metrics-secure): authentication and authorization of scrapers.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=drover-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=drover-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

@@ -1,0 +1,248 @@
+package stagedbindingpolicy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/webhook"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
+	"github.com/drover-dev/drover/internal/scheme"
+	"github.com/drover-dev/drover/internal/stagedbindingpolicy/sbpcel"
+	"github.com/drover-dev/drover/internal/testutil"
+)
+
+var sbpTestCEL = sbpcel.NewCache(sbpcel.Options{})
+
+func seedStagedBindingPolicy(t *testing.T) *communityv1alpha1.StagedBindingPolicy {
+	t.Helper()
+	sbp, err := testutil.SeedSBP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sbp
+}
+
+// invalidFields checks that err is the API server's 422 Invalid for the StagedBindingPolicy name and returns
+// the field paths of its causes.
+func invalidFields(t *testing.T, err error, name string) []string {
+	t.Helper()
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		t.Fatalf("error = %v, want a 422 Invalid", err)
+	}
+	s := status.Status()
+	if s.Code != http.StatusUnprocessableEntity || s.Details == nil || s.Details.Name != name ||
+		s.Details.Kind != "StagedBindingPolicy" || s.Details.Group != "community.kubestellar.io" {
+		t.Fatalf("status = %+v, want 422 about StagedBindingPolicy %s", s, name)
+	}
+	return testutil.CauseFields(err)
+}
+
+func TestStagedBindingPolicyValidatorCreate(t *testing.T) {
+	ctx := context.Background()
+	v := StagedBindingPolicyValidator{CEL: sbpTestCEL}
+	cases := map[string]struct {
+		edit       func(*communityv1alpha1.StagedBindingPolicy)
+		wantFields []string // nil: admitted
+		wantWarn   []string // parts of the warnings of an admitted object, in order
+	}{
+		"the seed manifest is admitted, with its warnings": {
+			edit:     func(*communityv1alpha1.StagedBindingPolicy) {},
+			wantWarn: []string{"spec.stages[1] (prod) has no condition"},
+		},
+		"an uncompilable condition": {
+			edit: func(s *communityv1alpha1.StagedBindingPolicy) {
+				s.Spec.Stages[1].Condition = "combinedStatus.reslts == []"
+			},
+			wantFields: []string{"spec.stages[1].condition"},
+		},
+		"combinedStatus in a filter": {
+			edit: func(s *communityv1alpha1.StagedBindingPolicy) {
+				s.Spec.Stages[0].Filter = "combinedStatus.results.size() > 0"
+			},
+			wantFields: []string{"spec.stages[0].filter"},
+		},
+		"several errors at once": {
+			edit: func(s *communityv1alpha1.StagedBindingPolicy) {
+				s.Name = strings.Repeat("x", 64)
+				s.Spec.Downsync = nil
+				s.Spec.Stages[1].Name = "dev"
+				s.Spec.Stages[1].ClusterSelectors = nil
+			},
+			wantFields: []string{"metadata.name", "spec.downsync", "spec.stages[1].name", "spec.stages[1].clusterSelectors"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sbp := seedStagedBindingPolicy(t)
+			tc.edit(sbp)
+			warnings, err := v.ValidateCreate(ctx, sbp)
+			if tc.wantFields != nil {
+				if diff := cmp.Diff(tc.wantFields, invalidFields(t, err, sbp.Name)); diff != "" {
+					t.Errorf("causes (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ValidateCreate: %v", err)
+			}
+			checkWarnings(t, warnings, tc.wantWarn)
+		})
+	}
+}
+
+func checkWarnings(t *testing.T, got admission.Warnings, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("warnings = %q, want %d: %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("warning %d = %q, want it to say %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestStagedBindingPolicyValidatorUpdate(t *testing.T) {
+	ctx := context.Background()
+	v := StagedBindingPolicyValidator{CEL: sbpTestCEL}
+	running := func(t *testing.T) *communityv1alpha1.StagedBindingPolicy {
+		sbp := seedStagedBindingPolicy(t)
+		sbp.Status.ActiveStage = "dev"
+		return sbp
+	}
+	// admittedUnderOlderRules is a stored object that today's rules refuse.
+	admittedUnderOlderRules := func(t *testing.T) *communityv1alpha1.StagedBindingPolicy {
+		sbp := running(t)
+		sbp.Spec.Stages[1].Condition = "combinedStatus.reslts == []"
+		return sbp
+	}
+	cases := map[string]struct {
+		old, obj   func(t *testing.T) *communityv1alpha1.StagedBindingPolicy
+		edit       func(*communityv1alpha1.StagedBindingPolicy)
+		wantFields []string
+		wantWarn   []string
+	}{
+		"a valid spec edit": {
+			old: running, obj: running,
+			edit: func(s *communityv1alpha1.StagedBindingPolicy) {
+				s.Spec.Stages[1].MinDuration = &metav1.Duration{Duration: time.Minute}
+			},
+			wantWarn: nil, // prod now soaks; the seed's condition is within the estimate's budget
+		},
+		"a spec edit breaking a rule": {
+			old: running, obj: running,
+			edit: func(s *communityv1alpha1.StagedBindingPolicy) {
+				s.Spec.Stages[1].FailureCondition = "size(destinations)"
+			},
+			wantFields: []string{"spec.stages[1].failureCondition"},
+		},
+		"renaming the active stage is admitted with a warning": {
+			old: running, obj: running,
+			edit: func(s *communityv1alpha1.StagedBindingPolicy) { s.Spec.Stages[0].Name = "development" },
+			wantWarn: []string{"the active stage dev is no longer in spec.stages",
+				"spec.stages[1] (prod) has no condition"},
+		},
+		"an annotation edit of an object admitted under older rules is admitted": {
+			old: admittedUnderOlderRules, obj: admittedUnderOlderRules,
+			edit:     func(s *communityv1alpha1.StagedBindingPolicy) { s.Annotations = map[string]string{"team": "web"} },
+			wantWarn: []string{},
+		},
+		"drover's removal of a consumed annotation from an object admitted under older rules": {
+			old: func(t *testing.T) *communityv1alpha1.StagedBindingPolicy {
+				sbp := admittedUnderOlderRules(t)
+				sbp.Annotations = map[string]string{communityv1alpha1.AnnotationRetryStage: "dev"}
+				return sbp
+			},
+			obj:      admittedUnderOlderRules,
+			edit:     func(*communityv1alpha1.StagedBindingPolicy) {},
+			wantWarn: []string{},
+		},
+		"a spec edit of an object admitted under older rules is validated": {
+			old: admittedUnderOlderRules, obj: admittedUnderOlderRules,
+			edit:       func(s *communityv1alpha1.StagedBindingPolicy) { s.Spec.Paused = true },
+			wantFields: []string{"spec.stages[1].condition"},
+		},
+		"an annotation naming no stage is admitted with a warning": {
+			old: running, obj: running,
+			edit: func(s *communityv1alpha1.StagedBindingPolicy) {
+				s.Annotations = map[string]string{communityv1alpha1.AnnotationApproveStage: "qa"}
+			},
+			wantWarn: []string{`annotation drover.dev/approve-stage names "qa"`, "spec.stages[1] (prod) has no condition"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			old, obj := tc.old(t), tc.obj(t)
+			tc.edit(obj)
+			warnings, err := v.ValidateUpdate(ctx, old, obj)
+			if tc.wantFields != nil {
+				if diff := cmp.Diff(tc.wantFields, invalidFields(t, err, obj.Name)); diff != "" {
+					t.Errorf("causes (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ValidateUpdate: %v", err)
+			}
+			checkWarnings(t, warnings, tc.wantWarn)
+		})
+	}
+}
+
+func TestStagedBindingPolicyValidatorDelete(t *testing.T) {
+	warnings, err := StagedBindingPolicyValidator{CEL: sbpTestCEL}.ValidateDelete(context.Background(), seedStagedBindingPolicy(t))
+	if err != nil || len(warnings) != 0 {
+		t.Errorf("ValidateDelete = %v, %v; want allowed", warnings, err)
+	}
+}
+
+// The seed manifest, as the API server sends it in an AdmissionReview, passes the validating handler at the
+// marker's path; a broken one is denied with a 422 naming the field.
+func TestStagedBindingPolicyValidatingHandler(t *testing.T) {
+	w, err := webhook.NewKindWebhooks(scheme.New(), func() *communityv1alpha1.StagedBindingPolicy { return &communityv1alpha1.StagedBindingPolicy{} },
+		nil, StagedBindingPolicyValidator{CEL: sbpTestCEL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.ValidatePath != "/validate-community-kubestellar-io-v1alpha1-stagedbindingpolicy" {
+		t.Fatalf("validating path = %q, not the marker's", w.ValidatePath)
+	}
+	seedJSON, err := yaml.YAMLToJSON([]byte(testutil.SeedSBPYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(raw []byte) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "1", Operation: admissionv1.Create, Name: "nginx-staged-bindingpolicy",
+			Kind:   metav1.GroupVersionKind{Group: "community.kubestellar.io", Version: "v1alpha1", Kind: "StagedBindingPolicy"},
+			Object: runtime.RawExtension{Raw: raw},
+		}}
+	}
+	resp := w.Validating.Handle(context.Background(), request(seedJSON))
+	// One warning: prod has no gate of its own. The seed's condition is within the cost estimate's budget.
+	if !resp.Allowed || len(resp.Warnings) != 1 {
+		t.Errorf("the seed manifest: allowed %v, warnings %q; want allowed with one warning", resp.Allowed, resp.Warnings)
+	}
+	broken := strings.Replace(string(seedJSON), `downsyncClause.resource == \"deployments\"`, `downsyncClause.kind == \"Deployment\"`, 1)
+	if broken == string(seedJSON) {
+		t.Fatal("the seed's filter was not found in its JSON")
+	}
+	resp = w.Validating.Handle(context.Background(), request([]byte(broken)))
+	if got := testutil.DeniedFields(t, resp); !cmp.Equal(got, []string{"spec.stages[0].filter"}) {
+		t.Errorf("denied fields = %v, want the filter", got)
+	}
+}
