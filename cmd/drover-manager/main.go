@@ -115,10 +115,14 @@ func run() error {
 	if f.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	cacheOpts, err := registry.CacheOptions(controllers, enabled)
+	if err != nil {
+		return fmt.Errorf("merging the controllers' cache needs: %w", err)
+	}
 	shutdown := f.gracefulShutdownPeriod
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
-		Cache:                   registry.CacheOptions(controllers, enabled),
+		Cache:                   cacheOpts,
 		Client:                  registry.ClientOptions(),
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  f.probeAddr,

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -54,19 +53,10 @@ type Controller struct {
 	// Objects are one object of each API package the controller serves or reads (&tkestackv1.TApp{}, ...);
 	// hack/registrygen adds those packages to the scheme (internal/scheme).
 	Objects []client.Object
-	// Cache adjusts the manager's cache options for this controller before the manager is built (after the
-	// flags are parsed): what a type caches, or a type restricted to one object. nil for none.
-	Cache func(*cache.Options)
-}
-
-// CacheOptions applies the Cache adjustments of the enabled controllers, in order, to opts.
-func CacheOptions(opts cache.Options, controllers []*Controller, enabled sets.Set[string]) cache.Options {
-	for _, c := range controllers {
-		if c.Cache != nil && enabled.Has(c.Name) {
-			c.Cache(&opts)
-		}
-	}
-	return opts
+	// Cache declares what the controller needs cached of the types it restricts (MergeCacheNeeds merges the
+	// enabled controllers' needs before the manager is built, after the flags are parsed). It is a function because a
+	// need may depend on the flags. A type the controller reads whole needs no declaration; nil for none.
+	Cache func() []CacheNeed
 }
 
 // Names lists the names of controllers in order.

@@ -89,10 +89,11 @@ func (c *Cluster) StopManager() error {
 	return c.manager.stop(c.opts.StopTimeout)
 }
 
-// RestartManager starts the cluster's manager again with the same flags, ports and log (appended to),
-// stopping it first with SIGTERM if it still runs. It returns once /readyz answers and the webhooks are
-// reachable. It does not wait for the Lease, which another manager may hold: see LeaseHolder.
-func (c *Cluster) RestartManager(ctx context.Context) error {
+// RestartManager starts the cluster's manager again with the same flags, ports and log (appended to), and
+// args appended for this run only (a later restart without them restores the flags), stopping it first with
+// SIGTERM if it still runs. It returns once /readyz answers and the webhooks are reachable. It does not wait
+// for the Lease, which another manager may hold: see LeaseHolder.
+func (c *Cluster) RestartManager(ctx context.Context, args ...string) error {
 	if c.manager == nil {
 		return errors.New("the cluster runs no manager (Options.SkipManager)")
 	}
@@ -100,7 +101,7 @@ func (c *Cluster) RestartManager(ctx context.Context) error {
 		return err
 	}
 	c.pids.drop(c.manager.pid())
-	p, err := c.run(Manager, c.opts.ManagerBinary, c.managerArgs, c.managerEnv)
+	p, err := c.run(Manager, c.opts.ManagerBinary, append(slices.Clone(c.managerArgs), args...), c.managerEnv)
 	if err != nil {
 		return err
 	}

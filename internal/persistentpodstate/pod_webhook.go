@@ -184,7 +184,7 @@ func (h *podPersistentPodStateHandler) supported(owner *metav1.OwnerReference) (
 func (h *podPersistentPodStateHandler) nodeGone(ctx context.Context) func(string) bool {
 	log := logf.FromContext(ctx)
 	return func(name string) bool {
-		err := h.opts.Reader.Get(ctx, client.ObjectKey{Name: name}, ppsindex.NodeMetadata())
+		err := h.opts.Reader.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
 		if !apierrors.IsNotFound(err) {
 			if err != nil {
 				log.V(1).Info("reading the recorded node from the cache failed; its key is kept", "node", name, "error", err.Error())

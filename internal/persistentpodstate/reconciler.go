@@ -150,10 +150,10 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	return nil
 }
 
-// nodeLabels reads a node's labels from the metadata-only Node cache.
+// nodeLabels reads a node's labels from the Node cache.
 func (r *Reconciler) nodeLabels(ctx context.Context) func(string) (map[string]string, bool) {
 	return func(name string) (map[string]string, bool) {
-		node := ppsindex.NodeMetadata()
+		node := &corev1.Node{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 			return nil, false
 		}

@@ -122,18 +122,13 @@ func managerNamespace() string {
 	return DefaultManagerNamespace
 }
 
-// cache caches every StatefulSet (any of them may be a target; by default drover caches only those of
-// YurtAppDaemons) and, of ConfigMaps, the whitelist alone.
-func (s *setup) cache(o *cache.Options) {
-	if o.ByObject == nil {
-		o.ByObject = map[client.Object]cache.ByObject{}
+// cache declares what PersistentPodState caches of the types others restrict: every StatefulSet (any may be
+// a target, not only YurtAppDaemon's children) and, of ConfigMaps, the whitelist alone.
+func (s *setup) cache() []kit.CacheNeed {
+	return []kit.CacheNeed{
+		{Object: &appsv1.StatefulSet{}},
+		{Object: &corev1.ConfigMap{}, Only: whitelist.CacheByObject(managerNamespace(), s.opts.ConfigMap)},
 	}
-	for obj := range o.ByObject {
-		if _, ok := obj.(*appsv1.StatefulSet); ok {
-			delete(o.ByObject, obj)
-		}
-	}
-	o.ByObject[&corev1.ConfigMap{}] = whitelist.CacheByObject(managerNamespace(), s.opts.ConfigMap)
 }
 
 func (s *setup) run(ctx context.Context, mgr manager.Manager) error {
@@ -144,10 +139,11 @@ func (s *setup) run(ctx context.Context, mgr manager.Manager) error {
 	if err := mgr.Add(s.store.Runnable(mgr.GetCache())); err != nil {
 		return fmt.Errorf("adding the whitelist store: %w", err)
 	}
-	// Nodes are read metadata-only, by the controller and by the pod webhook on every replica: start that
-	// informer now rather than on the first admission.
-	if _, err := mgr.GetCache().GetInformer(ctx, ppsindex.NodeMetadata(), cache.BlockUntilSynced(false)); err != nil {
-		return fmt.Errorf("watching node metadata: %w", err)
+	// Nodes are read by the controller and by the pod webhook on every replica: start that informer now
+	// rather than on the first admission. They are cached typed, the one Node informer NodePool and TApp
+	// share, rather than a second, metadata-only one.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{}, cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("watching nodes: %w", err)
 	}
 	wl := s.store.Load
 	watcher := &Watcher{Cache: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Whitelist: wl,

@@ -2,9 +2,17 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -90,6 +98,105 @@ func TestSetupSkipsWhatCannotRun(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, started); diff != "" {
 				t.Errorf("started controllers mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOffControllersAdmitUnchanged: every webhook the registry declares is served whatever runs; those of a
+// controller that is off (here NodePool, managed elsewhere) admit a request unchanged.
+func TestOffControllersAdmitUnchanged(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(openyurtv1beta1.GroupVersion.WithKind("NodePool"), meta.RESTScopeRoot)
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
+		Scheme:         scheme.New(),
+		Metrics:        metricsserver.Options{BindAddress: "0"},
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
+		Controller:     config.Controller{SkipNameValidation: new(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	controllers := Registry()
+	if err := kit.SetFlag(controllers, "manage-nodepools", "false"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Setup(context.Background(), mgr, controllers, sets.New(kit.Names(controllers)...), true); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	mux := mgr.GetWebhookServer().WebhookMux()
+	for _, c := range controllers {
+		for _, h := range c.Webhooks {
+			req := httptest.NewRequest(http.MethodPost, h.Path, strings.NewReader(admissionReview(t)))
+			req.Header.Set("Content-Type", "application/json")
+			if _, pattern := mux.Handler(req); pattern != h.Path {
+				t.Errorf("%s (%s): no handler at %s", h.Name, c.Name, h.Path)
+				continue
+			}
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			var review admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &review); err != nil || review.Response == nil {
+				t.Fatalf("%s: answer %q: %v", h.Name, rec.Body.String(), err)
+			}
+			if !review.Response.Allowed || review.Response.Patch != nil {
+				t.Errorf("%s (%s, off): allowed=%v patch=%s, want allowed unchanged", h.Name, c.Name,
+					review.Response.Allowed, review.Response.Patch)
+			}
+		}
+	}
+}
+
+// admissionReview is a NodePool CREATE whose defaults a running NodePool webhook would set.
+func admissionReview(t *testing.T) string {
+	t.Helper()
+	review := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "1", Operation: admissionv1.Create,
+			Kind:   metav1.GroupVersionKind{Group: "apps.openyurt.io", Version: "v1beta1", Kind: "NodePool"},
+			Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps.openyurt.io/v1beta1","kind":"NodePool","metadata":{"name":"p"},"spec":{}}`)}},
+	}
+	data, err := json.Marshal(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestCacheOptions: the controllers' cache needs merged as the manager gets them.
+func TestCacheOptions(t *testing.T) {
+	cases := map[string]struct {
+		enabled []string
+		want    map[string]bool // kind -> restricted
+	}{
+		"YurtAppDaemon alone caches only pool-labelled workloads": {
+			enabled: []string{"yurtappdaemon"}, want: map[string]bool{"Deployment": true, "StatefulSet": true},
+		},
+		"with PersistentPodState every StatefulSet is cached, and one ConfigMap": {
+			enabled: nil, want: map[string]bool{"Deployment": true, "ConfigMap": true},
+		},
+		"nothing enabled restricts nothing": {enabled: []string{"tapp"}, want: map[string]bool{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			controllers := Registry()
+			enabled := sets.New(tc.enabled...)
+			if tc.enabled == nil {
+				enabled = sets.New(kit.Names(controllers)...)
+			}
+			opts, err := CacheOptions(controllers, enabled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for obj := range opts.ByObject {
+				got[reflect.TypeOf(obj).Elem().Name()] = true
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("restricted kinds (-want +got):\n%s", diff)
+			}
+			if opts.DefaultTransform == nil {
+				t.Error("managedFields are not stripped")
 			}
 		})
 	}

@@ -10,10 +10,13 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -77,6 +80,7 @@ func Controllers() []*kit.Controller {
 			},
 			ServeWebhooks: SetupYurtAppDaemonWebhook,
 			CRDs:          []string{"apps.openyurt.io_yurtappdaemons.yaml"},
+			Cache:         childCacheNeeds,
 			Objects:       []client.Object{&openyurtv1alpha1.YurtAppDaemon{}, &openyurtv1beta1.NodePool{}},
 		},
 		{
@@ -93,6 +97,7 @@ func Controllers() []*kit.Controller {
 			},
 			ServeWebhooks: SetupUnitedDaemonSetWebhook,
 			CRDs:          []string{"apps.openyurt.io_uniteddaemonsets.yaml"},
+			Cache:         childCacheNeeds,
 			Objects:       []client.Object{&openyurtv1alpha1.UnitedDaemonSet{}, &openyurtv1beta1.NodePool{}},
 		},
 	}
@@ -108,12 +113,15 @@ func setup[T openyurtv1alpha1.Owner](_ context.Context, mgr manager.Manager, opt
 		MaxBatch:  opts.MaxBatch,
 	})
 	children := childHandler{gvk: kind.gvk}
+	// Another controller may have the whole type cached (PersistentPodState caches every StatefulSet): only
+	// pool-labelled workloads reach the child handler.
+	pooled := builder.WithPredicates(predicate.NewPredicateFuncs(isPoolChild))
 	pools := poolHandler[T]{reader: mgr.GetClient(), kind: kind, clock: r.pools, now: r.now}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(kind.controllerName).
 		For(kind.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&appsv1.Deployment{}, children).
-		Watches(&appsv1.StatefulSet{}, children).
+		Watches(&appsv1.Deployment{}, children, pooled).
+		Watches(&appsv1.StatefulSet{}, children, pooled).
 		Watches(&openyurtv1beta1.NodePool{}, pools).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), RecoverPanic: ptr.To(true)}).
 		Complete(r)
@@ -121,6 +129,29 @@ func setup[T openyurtv1alpha1.Owner](_ context.Context, mgr manager.Manager, opt
 		return fmt.Errorf("building the %s controller: %w", kind.controllerName, err)
 	}
 	return nil
+}
+
+// childCacheNeeds: of Deployments and StatefulSets, the controllers need only those carrying
+// apps.openyurt.io/pool-name (their children), so drover does not cache every workload of the cluster when
+// no other controller needs them.
+func childCacheNeeds() []kit.CacheNeed {
+	only := cache.ByObject{Label: poolChildSelector()}
+	return []kit.CacheNeed{{Object: &appsv1.Deployment{}, Only: only}, {Object: &appsv1.StatefulSet{}, Only: only}}
+}
+
+// poolChildSelector selects the objects carrying apps.openyurt.io/pool-name.
+func poolChildSelector() labels.Selector {
+	hasPool, err := labels.NewRequirement(openyurtv1alpha1.LabelPoolName, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid key: cannot fail
+	}
+	return labels.NewSelector().Add(*hasPool)
+}
+
+// isPoolChild reports whether obj carries apps.openyurt.io/pool-name, as every child does.
+func isPoolChild(obj client.Object) bool {
+	_, ok := obj.GetLabels()[openyurtv1alpha1.LabelPoolName]
+	return ok
 }
 
 func yurtAppDaemonOwnerKind() ownerKind[*openyurtv1alpha1.YurtAppDaemon] {

@@ -102,9 +102,11 @@ func startManager() {
 	Expect(kit.SetFlag(controllers, "pps-kind-retry-interval", "2s")).To(Succeed())
 	Expect(kit.SetFlag(controllers, "pps-informer-sync-timeout", "3s")).To(Succeed())
 	enabled := sets.New(kit.Names(controllers)...)
+	cacheOpts, err := registry.CacheOptions(controllers, enabled)
+	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme.New(),
-		Cache:   registry.CacheOptions(controllers, enabled),
+		Cache:   cacheOpts,
 		Client:  registry.ClientOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{

@@ -111,8 +111,8 @@ func ControlledPods(ctx context.Context, r client.Reader, namespace string, uid 
 	return out, nil
 }
 
-// NodeMetadata returns an empty Node to read as metadata only: PersistentPodState needs only node labels,
-// and caches Nodes that way (on every replica, for the pod webhook's node check).
+// NodeMetadata returns an empty Node to read as metadata only, for the pod webhook's live read of a node
+// missing from the cache (the cache itself holds typed Nodes, shared with the other controllers).
 func NodeMetadata() *metav1.PartialObjectMetadata {
 	n := &metav1.PartialObjectMetadata{}
 	n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
