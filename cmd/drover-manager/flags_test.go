@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/registry"
 )
 
@@ -27,6 +28,9 @@ func flagTable() string {
 	var b strings.Builder
 	b.WriteString("| flag | default | meaning |\n| --- | --- | --- |\n")
 	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Usage, kit.DeprecatedAliasUsage) {
+			return
+		}
 		def := "`" + f.DefValue + "`"
 		if f.DefValue == "" {
 			def = "none"
@@ -62,4 +66,17 @@ func TestREADMEFlagTable(t *testing.T) {
 	}
 	t.Errorf("README.md's flag table is out of date; run `%s=1 go test ./cmd/drover-manager -run TestREADMEFlagTable` (-README +flags):\n%s",
 		updateReadmeEnv, cmp.Diff(got, want))
+}
+
+// TestDeprecatedFlagAlias: a command line written for an earlier release still sets the renamed flag.
+func TestDeprecatedFlagAlias(t *testing.T) {
+	controllers := registry.Registry()
+	fs := flag.NewFlagSet("drover-manager", flag.ContinueOnError)
+	addFlags(fs, controllers)
+	if err := fs.Parse([]string{"--tapp-concurrent-reconciles=7"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.Lookup("tapp-workers").Value.String(); got != "7" {
+		t.Errorf("--tapp-workers = %s after --tapp-concurrent-reconciles=7, want 7", got)
+	}
 }

@@ -77,6 +77,21 @@ func AddFlags(fs *flag.FlagSet, controllers []*Controller) {
 	}
 }
 
+// DeprecatedAliasUsage starts the usage of a flag kept only as an old name of another; the README's flag
+// table leaves such flags out.
+const DeprecatedAliasUsage = "Deprecated alias of --"
+
+// Alias registers old as another name of fs's flag name, so that command lines written for an earlier
+// release keep working; every controller's flags are named --<controller>-<what>, and an old name that
+// did not follow the rule stays as an alias. It panics when name is not in fs (a programming error).
+func Alias(fs *flag.FlagSet, old, name string) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("kit.Alias: no flag --" + name)
+	}
+	fs.Var(f.Value, old, DeprecatedAliasUsage+name+".")
+}
+
 // NewFlagSet returns an empty flag set for a Controller's Flags.
 func NewFlagSet(name string) *flag.FlagSet {
 	return flag.NewFlagSet(name, flag.ContinueOnError)

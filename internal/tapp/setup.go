@@ -26,7 +26,8 @@ func Controller() *kit.Controller {
 	gvk := tkestackv1.GroupVersion.WithKind("TApp")
 	opts := &core.Options{}
 	fs := kit.NewFlagSet(ControllerName)
-	fs.IntVar(&opts.ConcurrentReconciles, "tapp-concurrent-reconciles", 5, "Concurrent TApp reconciles.")
+	fs.IntVar(&opts.ConcurrentReconciles, "tapp-workers", 5, "Concurrent TApp reconciles.")
+	kit.Alias(fs, "tapp-concurrent-reconciles", "tapp-workers")
 	fs.IntVar(&opts.PodWriteConcurrency, "tapp-pod-write-concurrency", DefaultPodWriteConcurrency,
 		"Most pod and PVC writes of one TApp pass in flight at once.")
 	fs.BoolVar(&opts.DeletePodAfterAppFinish, "tapp-delete-pod-after-app-finish", true,

@@ -68,7 +68,7 @@ type Options struct {
 	// DeletePodAfterAppFinish is the manager's --tapp-delete-pod-after-app-finish default, used when
 	// spec.deletePodAfterAppFinish is nil.
 	DeletePodAfterAppFinish bool
-	// ConcurrentReconciles is the number of TApps reconciled at once (--tapp-concurrent-reconciles).
+	// ConcurrentReconciles is the number of TApps reconciled at once (--tapp-workers).
 	ConcurrentReconciles int
 	// PodWriteConcurrency bounds the pod and PVC writes of one pass in flight (--tapp-pod-write-concurrency;
 	// DefaultPodWriteConcurrency when not positive).
