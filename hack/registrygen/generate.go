@@ -138,7 +138,7 @@ func (g *generator) rbac(c *kit.Controller, dir string) (bool, error) {
 	}
 	rel := "./" + strings.TrimPrefix(pkg, modulePath+"/") + "/..."
 	out := filepath.Join(dir, "role.yaml")
-	cmd := exec.Command(g.controllerGen, "rbac:roleName="+c.Name+"-role", "paths="+rel, //nolint:gosec // the configured controller-gen
+	cmd := exec.Command(g.controllerGen, "rbac:roleName="+c.Name+"-role", "paths="+rel,
 		"output:rbac:artifacts:config="+dir)
 	cmd.Dir = g.root
 	cmd.Stderr = os.Stderr

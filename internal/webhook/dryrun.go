@@ -338,7 +338,7 @@ func CauseError(prefix *field.Path, c metav1.StatusCause, note string) *field.Er
 	return &field.Error{Type: typ, Field: path, BadValue: field.OmitValueType{}, Detail: detail}
 }
 
-// HasFieldPrefix reports whether the field path path is prefix or a field below it.
+// HasFieldPrefix reports whether the field path is prefix or a field below it.
 func HasFieldPrefix(path, prefix string) bool {
 	if !strings.HasPrefix(path, prefix) {
 		return false
