@@ -98,6 +98,25 @@ func (e *Events) Emit(rec events.EventRecorder, regarding runtime.Object) {
 	e.list = nil
 }
 
+// EmitAfter ends a pass: it runs write, the pass's status write (kit.WriteStatus or kit.PatchStatus, or a
+// controller's function around one of them), and emits the buffered events as Emit does only if write
+// returned no error: it wrote, or there was nothing to write (NotFound counts as done, as those functions
+// have it). After a failed write (a conflict included) the events are dropped: the pass is retried and
+// decides again from the stored status, so an event never announces what no status shows. The buffer is
+// empty afterwards either way. It returns what write returned.
+//
+// Every pass that writes a status emits through EmitAfter; Emit is for a pass that writes no status (a
+// missing pool, a spec patch that ends the pass, a generator).
+func (e *Events) EmitAfter(rec events.EventRecorder, regarding runtime.Object, write func() (bool, error)) (bool, error) {
+	wrote, err := write()
+	if err != nil {
+		e.list = nil
+		return wrote, err
+	}
+	e.Emit(rec, regarding)
+	return wrote, nil
+}
+
 // NameList renders names sorted, at most MaxNamesInMessage of them, followed by "and N more".
 func NameList(names []string) string {
 	names = slices.Sorted(slices.Values(names))

@@ -1,13 +1,19 @@
 package kit
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func TestEventsBufferUntilEmit(t *testing.T) {
@@ -64,5 +70,79 @@ func TestNameListAndTruncate(t *testing.T) {
 	}
 	if got := Truncate("short", 10); got != "short" {
 		t.Errorf("Truncate changed a short string: %q", got)
+	}
+}
+
+func TestEventsEmitAfter(t *testing.T) {
+	regarding := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	boom := errors.New("boom")
+	tests := map[string]struct {
+		wrote    bool
+		err      error
+		wantSent []string
+	}{
+		"the write failed: no event":          {err: boom},
+		"the write succeeded: events emitted": {wrote: true, wantSent: []string{"Normal Created created", "Warning Failed failed"}},
+		"nothing to write: events emitted":    {wantSent: []string{"Normal Created created", "Warning Failed failed"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			rec := events.NewFakeRecorder(10)
+			var ev Events
+			ev.Normal("Created", "Create", nil, "created")
+			ev.Warning("Failed", "Create", nil, "failed")
+			wrote, err := ev.EmitAfter(rec, regarding, func() (bool, error) {
+				if len(rec.Events) != 0 {
+					t.Error("events were recorded before the write")
+				}
+				return tc.wrote, tc.err
+			})
+			if wrote != tc.wrote || !errors.Is(err, tc.err) {
+				t.Errorf("EmitAfter = %v, %v; want %v, %v", wrote, err, tc.wrote, tc.err)
+			}
+			var sent []string
+			for len(rec.Events) > 0 {
+				sent = append(sent, <-rec.Events)
+			}
+			if diff := cmp.Diff(tc.wantSent, sent); diff != "" {
+				t.Errorf("recorded events (-want +got):\n%s", diff)
+			}
+			if ev.Len() != 0 {
+				t.Errorf("%d events left in the buffer", ev.Len())
+			}
+		})
+	}
+}
+
+// TestEventsEmitAfterWriteStatus: composed with WriteStatus, a status write that loses the optimistic lock
+// emits nothing, and one that succeeds or finds nothing to change emits the pass's events.
+func TestEventsEmitAfterWriteStatus(t *testing.T) {
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pod).WithStatusSubresource(pod).Build()
+	cached := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), cached); err != nil {
+		t.Fatal(err)
+	}
+	rec := events.NewFakeRecorder(10)
+	pass := func(obj *corev1.Pod, phase corev1.PodPhase) (bool, error) {
+		var ev Events
+		ev.Normal("Phase", "Update", nil, "%s", phase)
+		want := corev1.PodStatus{Phase: phase}
+		return ev.EmitAfter(rec, obj, func() (bool, error) { return WriteStatus(ctx, c, obj, podStatus, &want, nil) })
+	}
+	if wrote, err := pass(cached, corev1.PodRunning); err != nil || !wrote || len(rec.Events) != 1 {
+		t.Fatalf("write: wrote %v, err %v, %d events; want a write and its event", wrote, err, len(rec.Events))
+	}
+	<-rec.Events
+	if _, err := pass(cached, corev1.PodFailed); !apierrors.IsConflict(err) || len(rec.Events) != 0 {
+		t.Fatalf("stale write: err %v, %d events; want a conflict and no event", err, len(rec.Events))
+	}
+	stored := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), stored); err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := pass(stored, corev1.PodRunning); err != nil || wrote || len(rec.Events) != 1 {
+		t.Fatalf("unchanged status: wrote %v, err %v, %d events; want no write and the event", wrote, err, len(rec.Events))
 	}
 }

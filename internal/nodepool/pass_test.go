@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
@@ -145,9 +146,53 @@ func TestReconcileEventsAfterStatus(t *testing.T) {
 	if _, err := f.reconcile(t, "p"); err == nil {
 		t.Fatal("Reconcile: no error, want the failed patch of node failing")
 	}
-	want := []string{"status", "event " + ReasonInvalidPreviousAttributes, "event " + ReasonNodeSyncFailed}
+	want := []string{"status", "event " + openyurtv1beta1.ReasonInvalidPreviousAttributes, "event " + openyurtv1beta1.ReasonNodeSyncFailed}
 	if diff := cmp.Diff(want, order); diff != "" {
 		t.Errorf("order of the status write and the events (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileNoEventsAfterFailedStatus checks that a pass whose status write fails emits none of its
+// events: the retry decides again and emits what still holds.
+func TestReconcileNoEventsAfterFailedStatus(t *testing.T) {
+	boom := apierrors.NewInternalError(errors.New("boom"))
+	statusFails := true
+	f := newFixture(t, true, []client.Object{
+		testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Obj(),
+		testutil.MakeNode("bad").Pool("p").Annotations(map[string]string{prevKey: "{oops"}).Obj(),
+		testutil.MakeNode("failing").Pool("p").Obj(),
+	}, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if obj.GetName() == "failing" {
+				return boom
+			}
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if statusFails {
+				return boom
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	if _, err := f.reconcile(t, "p"); err == nil {
+		t.Fatal("Reconcile: no error, want the failed status write")
+	}
+	if got := f.fake.Writes.Get("status-update NodePool"); got != 1 {
+		t.Fatalf("status writes = %d, want 1 (the pass must have tried to write the status)", got)
+	}
+	if got := f.eventReasons(); len(got) != 0 {
+		t.Errorf("events after a failed status write: %v; want none", got)
+	}
+
+	// The retry writes the status and reports the node that still fails. Node bad had its annotation
+	// rewritten by the first pass: nothing is invalid any more.
+	statusFails = false
+	if _, err := f.reconcile(t, "p"); err == nil {
+		t.Fatal("Reconcile: no error, want the failed patch of node failing")
+	}
+	if diff := cmp.Diff([]string{"Warning " + openyurtv1beta1.ReasonNodeSyncFailed}, f.eventReasons()); diff != "" {
+		t.Errorf("events of the retry (-want +got):\n%s", diff)
 	}
 }
 

@@ -58,7 +58,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		r.reconcilePool(ctx, pool, &p)
 	}
-	p.events.Emit(r.Recorder, nil) // each event names its node or pool
 	return r.backoff().Result(req.NamespacedName, &p.out)
 }
 
@@ -84,7 +83,8 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*openyurtv1beta1
 	return pool, nil
 }
 
-// reconcilePool writes the node changes of an existing pool, then its status.
+// reconcilePool writes the node changes of an existing pool, then its status, then emits the events of the
+// pass if the status write succeeded.
 func (r *Reconciler) reconcilePool(ctx context.Context, pool *openyurtv1beta1.NodePool, p *pass) {
 	obs, err := r.observe(ctx, pool.Name)
 	if err != nil {
@@ -96,12 +96,15 @@ func (r *Reconciler) reconcilePool(ctx context.Context, pool *openyurtv1beta1.No
 	p.recordPatches(pool, changes, outcomes)
 
 	status := ComputeStatus(membersAfter(obs.members, changes, outcomes))
-	_, err = kit.WriteStatus(ctx, r.Client, pool, poolStatus, &status, statusEqual)
+	_, err = p.events.EmitAfter(r.Recorder, pool, func() (bool, error) {
+		return kit.WriteStatus(ctx, r.Client, pool, poolStatus, &status, statusEqual)
+	})
 	p.out.Error(err)
 }
 
 // reconcileMissingPool handles a key whose pool does not exist: nodes asking to join it get a Warning
 // NodePoolNotFound (the pool's creation will trigger the join), and nodes that left a pool are still cleaned.
+// There is no status to write: the events are emitted after the node writes.
 func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string, p *pass) {
 	waiting, err := r.joiners(ctx, name)
 	if err != nil {
@@ -116,10 +119,11 @@ func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string, p *p
 	changes := planLeavers(stale)
 	p.recordPatches(nil, changes, r.patchNodes(ctx, changes))
 	for _, n := range waiting {
-		p.events.On(n).Warning(ReasonNodePoolNotFound, actionJoin, nil,
+		p.events.On(n).Warning(openyurtv1beta1.ReasonNodePoolNotFound, actionJoin, nil,
 			"NodePool %s named by label %s does not exist; the node joins it once it is created",
 			name, openyurtv1beta1.LabelDesiredNodePool)
 	}
+	p.events.Emit(r.Recorder, nil) // each event names its node
 }
 
 // membersAfter returns the pool's members once the changes are written: the observed members plus the nodes
@@ -147,7 +151,7 @@ func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChang
 	var failed []string
 	for i, c := range changes {
 		if c.invalidPrev != nil {
-			p.events.On(c.base).Warning(ReasonInvalidPreviousAttributes, actionSyncAttributes, nil,
+			p.events.On(c.base).Warning(openyurtv1beta1.ReasonInvalidPreviousAttributes, actionSyncAttributes, nil,
 				"Annotation %s does not decode and was treated as empty: %v", openyurtv1beta1.AnnotationPrevAttrs, c.invalidPrev)
 		}
 		switch outcomes[i].result {
@@ -159,7 +163,7 @@ func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChang
 		}
 	}
 	if len(failed) > 0 && pool != nil {
-		p.events.On(pool).Warning(ReasonNodeSyncFailed, actionSyncAttributes, nil,
+		p.events.On(pool).Warning(openyurtv1beta1.ReasonNodeSyncFailed, actionSyncAttributes, nil,
 			"Patching %d node(s) failed: %s", len(failed), kit.NameList(failed))
 	}
 }

@@ -21,15 +21,9 @@ import (
 	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 )
 
-// Event reasons of the generator, recorded on the workload.
-const (
-	ReasonGenerated       = "PersistentPodStateCreated"
-	ReasonRegenerated     = "PersistentPodStateUpdated"
-	ReasonDegenerated     = "PersistentPodStateDeleted"
-	ReasonNotOwned        = "PersistentPodStateNotOwned"
-	ReasonInvalidRequest  = "InvalidPersistentPodStateAnnotations"
-	generatorEventsAction = "GeneratePersistentPodState"
-)
+// generatorEventsAction is the action of the generator's events, recorded on the workload; their reasons
+// are the kruisev1alpha1 constants.
+const generatorEventsAction = "GeneratePersistentPodState"
 
 // WorkloadKey is the generator's request: one workload, by group, kind, namespace and name.
 type WorkloadKey struct {
@@ -88,13 +82,13 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 	var ev kit.Events
 	defer ev.Emit(g.Recorder, w.Object)
 	if problem != "" {
-		ev.Warning(ReasonInvalidRequest, generatorEventsAction, nil, "%s", problem)
+		ev.Warning(kruisev1alpha1.ReasonInvalidPersistentPodStateAnnotations, generatorEventsAction, nil, "%s", problem)
 	}
 	owned := found && ownedBy(existing, w.UID)
 	switch {
 	case found && !owned:
 		if desired != nil {
-			ev.Warning(ReasonNotOwned, generatorEventsAction, existing,
+			ev.Warning(kruisev1alpha1.ReasonPersistentPodStateNotOwned, generatorEventsAction, existing,
 				"PersistentPodState %s exists and is not owned by this workload: drover leaves it alone", key.Name)
 		}
 		return ctrl.Result{}, nil
@@ -104,7 +98,7 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if errs := validateGenerated(desired); len(errs) > 0 {
-		ev.Warning(ReasonInvalidRequest, generatorEventsAction, nil,
+		ev.Warning(kruisev1alpha1.ReasonInvalidPersistentPodStateAnnotations, generatorEventsAction, nil,
 			"the kruise.io annotations describe an invalid PersistentPodState: %s", errs.ToAggregate().Error())
 		return ctrl.Result{}, nil
 	}
@@ -140,7 +134,7 @@ func (g *Generator) create(ctx context.Context, desired *kruisev1alpha1.Persiste
 		}
 		return fmt.Errorf("creating PersistentPodState %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
-	ev.Normal(ReasonGenerated, generatorEventsAction, desired, "created PersistentPodState %s from the workload's annotations", desired.Name)
+	ev.Normal(kruisev1alpha1.ReasonPersistentPodStateCreated, generatorEventsAction, desired, "created PersistentPodState %s from the workload's annotations", desired.Name)
 	return nil
 }
 
@@ -156,7 +150,7 @@ func (g *Generator) update(ctx context.Context, existing, desired *kruisev1alpha
 		}
 		return fmt.Errorf("updating PersistentPodState %s/%s: %w", existing.Namespace, existing.Name, err)
 	}
-	ev.Normal(ReasonRegenerated, generatorEventsAction, updated, "updated PersistentPodState %s from the workload's annotations", updated.Name)
+	ev.Normal(kruisev1alpha1.ReasonPersistentPodStateUpdated, generatorEventsAction, updated, "updated PersistentPodState %s from the workload's annotations", updated.Name)
 	return nil
 }
 
@@ -172,7 +166,7 @@ func (g *Generator) delete(ctx context.Context, existing *kruisev1alpha1.Persist
 		}
 		return fmt.Errorf("deleting PersistentPodState %s/%s: %w", existing.Namespace, existing.Name, err)
 	}
-	ev.Normal(ReasonDegenerated, generatorEventsAction, nil,
+	ev.Normal(kruisev1alpha1.ReasonPersistentPodStateDeleted, generatorEventsAction, nil,
 		"deleted PersistentPodState %s: the workload's annotations no longer ask for one", existing.Name)
 	return nil
 }

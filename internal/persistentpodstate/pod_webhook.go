@@ -71,11 +71,9 @@ func podWebhook() kit.Webhook {
 	}
 }
 
-// Event reason and action of a node identity key that was not injected.
-const (
-	reasonRecordedNodeGone = "RecordedNodeGone"
-	actionInjectPod        = "InjectPod"
-)
+// actionInjectPod is the event action of a node identity key that was not injected
+// (kruisev1alpha1.ReasonRecordedNodeGone).
+const actionInjectPod = "InjectPod"
 
 var podGK = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
 
@@ -159,7 +157,7 @@ func (h *podPersistentPodStateHandler) steer(ctx context.Context, req admission.
 	ppsmetrics.NodeSelectorConflicts.Add(float64(len(res.Conflicts)))
 	ppsmetrics.MissingNodeSkips.Add(float64(len(res.Dropped)))
 	if len(res.Dropped) > 0 && !ptr.Deref(req.DryRun, false) && h.opts.Recorder != nil {
-		h.opts.Recorder.Eventf(pps, pod, corev1.EventTypeWarning, reasonRecordedNodeGone, actionInjectPod,
+		h.opts.Recorder.Eventf(pps, pod, corev1.EventTypeWarning, kruisev1alpha1.ReasonRecordedNodeGone, actionInjectPod,
 			"Node %s recorded for pod %s no longer exists: %s not injected, so the pod may be scheduled elsewhere",
 			pps.Status.PodStates[pod.Name].NodeName, pod.Name, strings.Join(res.Dropped, ", "))
 	}

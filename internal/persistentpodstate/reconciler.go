@@ -94,9 +94,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.decide(p)
-	wrote, err := r.writeStatus(ctx, p, &out)
+	wrote, err := p.events.EmitAfter(r.Recorder, pps, func() (bool, error) { return r.writeStatus(ctx, p, &out) })
 	if err == nil {
-		p.events.Emit(r.Recorder, pps)
 		r.once.commit(ownerKey(pps), p.reported)
 		r.once.prune(ownerKey(pps), mismatchPrefix, func(rest string) bool { return p.podUIDs[types.UID(strings.Split(rest, "/")[0])] })
 		if wrote {
@@ -172,7 +171,7 @@ func (r *Reconciler) checkDuplicates(ctx context.Context, p *pass) {
 	oldest := ppsindex.Oldest(list)
 	dup := oldest != nil && oldest.UID != p.pps.UID
 	if p.report(r.once, "DuplicateTarget", dup) {
-		p.events.Warning("DuplicateTarget", "Reconcile", nil,
+		p.events.Warning(kruisev1alpha1.ReasonDuplicateTarget, actionReconcile, nil,
 			"PersistentPodState %s targets the same workload and is older: it steers the pods; this one only records", oldest.Name)
 	}
 }
@@ -182,7 +181,7 @@ func (r *Reconciler) checkDuplicates(ctx context.Context, p *pass) {
 func (r *Reconciler) workloadWarnings(ctx context.Context, p *pass) {
 	w := p.workload
 	if p.report(r.once, "ReplicasMalformed", w.ReplicasMalformed) {
-		p.events.Warning("ReplicasUnreadable", "Reconcile", w.Object,
+		p.events.Warning(kruisev1alpha1.ReasonReplicasUnreadable, actionReconcile, w.Object,
 			"the replica count of %s %s is missing or not a non-negative integer at its path (check replicasPath in the whitelist); taken as 0",
 			w.GK.Kind, w.Object.GetName())
 	}

@@ -17,6 +17,13 @@ import (
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsmetrics"
 )
 
+// Event actions of the controller (events.k8s.io requires one); the reasons are the kruisev1alpha1
+// constants.
+const (
+	actionReconcile = "Reconcile"
+	actionRecord    = "Record"
+)
+
 // Reasons of the StatusSizeLimitReached condition.
 const (
 	ReasonSizeBudgetExceeded    = "SizeBudgetExceeded"
@@ -51,7 +58,7 @@ func (r *Reconciler) decide(p *pass) {
 	r.conditionEvents(p)
 	for _, m := range p.result.Mismatches {
 		if p.report(r.once, mismatchPrefix+string(m.UID)+"/"+m.Key, true) {
-			p.events.Warning("PersistedAnnotationMismatch", "Record", nil,
+			p.events.Warning(kruisev1alpha1.ReasonPersistedAnnotationMismatch, actionRecord, nil,
 				"pod %s shows %s=%q; the recorded value %q is kept (the first value of an identity wins unless the same pod changes it)",
 				m.Pod, m.Key, m.Current, m.Recorded)
 		}
@@ -64,17 +71,17 @@ func (r *Reconciler) conditionEvents(p *pass) {
 	before, after := p.pps.Status.Conditions, p.status.Conditions
 	if c := meta.FindStatusCondition(after, kruisev1alpha1.ConditionTargetUnavailable); c != nil {
 		if old := meta.FindStatusCondition(before, c.Type); old == nil || old.Reason != c.Reason {
-			p.events.Warning(kruisev1alpha1.ConditionTargetUnavailable, "Reconcile", nil, "%s: %s; the recorded placements are left as they are", c.Reason, c.Message)
+			p.events.Warning(kruisev1alpha1.ConditionTargetUnavailable, actionReconcile, nil, "%s: %s; the recorded placements are left as they are", c.Reason, c.Message)
 		}
 	}
 	was := meta.FindStatusCondition(before, kruisev1alpha1.ConditionStatusSizeLimitReached) != nil
 	is := meta.FindStatusCondition(after, kruisev1alpha1.ConditionStatusSizeLimitReached) != nil
 	switch {
 	case is && !was:
-		p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, "Record", nil,
+		p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, actionRecord, nil,
 			"%d pods are not recorded: the status would exceed the size budget of %d bytes", p.notRecorded, r.SizeLimit)
 	case was && !is && p.unavailable == nil:
-		p.events.Normal("StatusSizeLimitCleared", "Record", nil, "every pod is recorded again")
+		p.events.Normal(kruisev1alpha1.ReasonStatusSizeLimitCleared, actionRecord, nil, "every pod is recorded again")
 	}
 }
 
@@ -126,10 +133,12 @@ func (r *Reconciler) writeTooLarge(ctx context.Context, p *pass, out *kit.Outcom
 		return err
 	}
 	r.sizeLimited(ownerKey(p.pps), true)
+	// The pass's events announce a status that was not written: this write's Warning replaces them (the
+	// status write runs inside p.events.EmitAfter, which emits the buffer as it is once the write returns).
 	p.events = kit.Events{}
 	if wrote {
 		// The condition was not there in this form: one event per transition, not one per retry.
-		p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, "Record", nil,
+		p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, actionRecord, nil,
 			"the API server refused the status as too large (%s); retrying in %s", kit.Truncate(cause.Error(), 200), TooLargeRetry)
 	}
 	return nil

@@ -66,7 +66,7 @@ func (r *Reconciler) write(ctx context.Context, w stager.Write) (written, error)
 	case stager.WriteCreate:
 		err := r.Client.Create(ctx, w.Desired.DeepCopy())
 		if err == nil {
-			return written{stager.EventBindingPolicyCreated, "Created BindingPolicy " + w.Desired.Name}, nil
+			return written{communityv1alpha1.ReasonBindingPolicyCreated, "Created BindingPolicy " + w.Desired.Name}, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			return written{}, fmt.Errorf("creating BindingPolicy %s: %w", w.Desired.Name, err)
@@ -96,9 +96,9 @@ func (r *Reconciler) patch(ctx context.Context, w stager.Write) (written, error)
 		return written{}, fmt.Errorf("writing BindingPolicy %s: %w", w.Desired.Name, err)
 	}
 	if w.Kind == stager.WriteAdopt {
-		return written{stager.EventBindingPolicyAdopted, "Adopted BindingPolicy " + w.Desired.Name}, nil
+		return written{communityv1alpha1.ReasonBindingPolicyAdopted, "Adopted BindingPolicy " + w.Desired.Name}, nil
 	}
-	return written{stager.EventBindingPolicyUpdated, "Updated BindingPolicy " + w.Desired.Name + " to the stage's spec"}, nil
+	return written{communityv1alpha1.ReasonBindingPolicyUpdated, "Updated BindingPolicy " + w.Desired.Name + " to the stage's spec"}, nil
 }
 
 // delete deletes a BindingPolicy of the policy's, only the incarnation it decided on (UID precondition).
@@ -109,7 +109,7 @@ func (r *Reconciler) delete(ctx context.Context, del stager.Delete) (written, er
 	err := r.Client.Delete(ctx, bp, client.Preconditions{UID: &uid})
 	switch {
 	case err == nil:
-		return written{stager.EventBindingPolicyDeleted, "Deleted BindingPolicy " + del.Name + ": its stage is no longer placed"}, nil
+		return written{communityv1alpha1.ReasonBindingPolicyDeleted, "Deleted BindingPolicy " + del.Name + ": its stage is no longer placed"}, nil
 	case apierrors.IsNotFound(err):
 		return written{}, nil
 	}

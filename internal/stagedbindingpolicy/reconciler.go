@@ -93,22 +93,23 @@ func (r *Reconciler) run(ctx context.Context, sbp *communityv1alpha1.StagedBindi
 			sbpmetrics.PromotionLatency.Observe(r.Clock.Since(start).Seconds())
 		}
 	}
-	var events kit.Events
 	if len(d.Writes)+len(d.Deletes)+len(d.AnnotationRemovals) > 0 {
 		if committed || r.fresh(ctx, sbp) {
-			r.execute(ctx, sbp, d, &events, o)
+			r.execute(ctx, sbp, d, &d.Events, o) // the BindingPolicy events follow the decision's
 		} else {
 			o.Conflict()
 		}
 	}
-	if !committed {
-		if _, err := r.writeStatus(ctx, sbp, &d.Status, false); err != nil {
-			o.Error(err)
-			return
+	_, err := d.Events.EmitAfter(r.Recorder, sbp, func() (bool, error) {
+		if committed {
+			return false, nil // the commit wrote the status
 		}
+		return r.writeStatus(ctx, sbp, &d.Status, false)
+	})
+	if err != nil {
+		o.Error(err)
+		return
 	}
-	d.Events.Emit(r.Recorder, sbp)
-	events.Emit(r.Recorder, sbp)
 	record(sbp, d)
 }
 

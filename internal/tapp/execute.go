@@ -42,13 +42,15 @@ func (r *Reconciler) writeGates(ctx context.Context, rn *run) {
 
 // completeInPlaceUpdate reports the end of an in-place update: event and duration metric.
 func (r *Reconciler) completeInPlaceUpdate(rn *run, pod *corev1.Pod) {
-	msg := "In-place update of pod " + pod.Name + " completed"
+	msg, name := "In-place update of pod "+pod.Name+" completed", pod.Name
 	if rec, ok := core.RecordOf(pod); ok && !rec.StartTime.IsZero() {
 		d := rn.now.Sub(rec.StartTime.Time)
 		inPlaceUpdateDuration.Observe(max(d, 0).Seconds())
 		msg += " after " + d.Round(time.Second).String()
+		name += " (" + d.Round(time.Second).String() + ")"
 	}
-	rn.events.Normal(tkestackv1.ReasonInPlaceUpdateCompleted, actionUpdate, pod, "%s", msg)
+	rn.events.normal(tkestackv1.ReasonInPlaceUpdateCompleted, actionUpdate, entry{obj: pod,
+		group: "In-place update of %d pods completed", note: msg, name: name})
 }
 
 // deletePods is step 2 of the execution order: graceful deletes (completed, out-of-range, migrating and recreated pods)
@@ -72,22 +74,28 @@ func (r *Reconciler) deletePods(ctx context.Context, rn *run) {
 			rn.view[a.ID] = x.pod
 		}
 		r.expect(rn, a.ID, x)
-		switch {
-		case results[i].Err != nil: // already gone
-		case force:
-			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod,
-				"Deleted pod %s with grace period 0: its node %s is lost", a.Pod.Name, a.Pod.Spec.NodeName)
-		default:
-			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, a.Pod, "Deleted pod %s (%s)", a.Pod.Name, deleteWhy(rn, a))
+		if results[i].Err == nil { // else already gone
+			rn.events.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, deleteEntry(rn, a, force))
 		}
 	}
+}
+
+// deleteEntry is the event entry of a deleted pod.
+func deleteEntry(rn *run, a core.InstanceAction, force bool) entry {
+	if force {
+		return entry{obj: a.Pod, group: "Deleted %d pods with grace period 0: their nodes are lost",
+			note: fmt.Sprintf("Deleted pod %s with grace period 0: its node %s is lost", a.Pod.Name, a.Pod.Spec.NodeName),
+			name: a.Pod.Name + " (node " + a.Pod.Spec.NodeName + ")"}
+	}
+	why := deleteWhy(rn, a)
+	return entry{obj: a.Pod, group: "Deleted %d pods (" + why + ")", note: "Deleted pod " + a.Pod.Name + " (" + why + ")"}
 }
 
 // deleteWhy says why a pod was deleted, for the event.
 func deleteWhy(rn *run, a core.InstanceAction) string {
 	switch {
 	case a.Action == core.ActionRecreate:
-		return "recreated with its new template"
+		return "recreated with the new template"
 	case a.Class == core.ClassOutOfRange:
 		return "scaled down"
 	case a.Class == core.ClassCompleted && rn.pass.Settings.Killed[a.ID]:
@@ -128,7 +136,8 @@ func (r *Reconciler) createPods(ctx context.Context, rn *run) {
 		}
 		out := res.Out
 		for _, pvc := range out.claims {
-			rn.events.Normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, pvc, "Created PVC %s for instance %d", pvc.Name, a.ID)
+			rn.events.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, entry{obj: pvc, group: "Created %d PVCs",
+				note: fmt.Sprintf("Created PVC %s for instance %d", pvc.Name, a.ID)})
 		}
 		switch {
 		case kit.Harmless(res.Err):
@@ -169,7 +178,8 @@ func (r *Reconciler) recordCreate(rn *run, a core.InstanceAction, out createOutc
 	}
 	rn.view[a.ID] = view
 	r.expect(rn, a.ID, &expectation{kind: expectCreate, uid: latest.UID, rv: latest.ResourceVersion, pod: view})
-	rn.events.Normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, out.created, "Created pod %s", out.created.Name)
+	rn.events.normal(tkestackv1.ReasonSuccessfulCreate, actionCreate, entry{obj: out.created, group: "Created %d pods",
+		note: "Created pod " + out.created.Name})
 	if out.gateErr != nil {
 		rn.fail(tkestackv1.ReasonFailedUpdate, tkestackv1.FormatInstanceID(a.ID), out.created, out.gateErr)
 	}
@@ -250,12 +260,19 @@ func (r *Reconciler) updatePods(ctx context.Context, rn *run) {
 		pod := res.Out.pod
 		rn.view[a.ID] = pod
 		r.expect(rn, a.ID, &expectation{kind: expectWrite, uid: pod.UID, rv: pod.ResourceVersion, pod: pod})
-		if len(res.Out.changes) > 0 {
-			rn.events.Normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updating pod %s in place: %s", pod.Name, changeList(res.Out.changes))
-		} else {
-			rn.events.Normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, pod, "Updated the labels and annotations of pod %s", pod.Name)
-		}
+		rn.events.normal(tkestackv1.ReasonSuccessfulUpdate, actionUpdate, updateEntry(pod, res.Out.changes))
 	}
+}
+
+// updateEntry is the event entry of an updated pod: in place (with its new images) or of its metadata.
+func updateEntry(pod *corev1.Pod, changes []core.ContainerChange) entry {
+	if len(changes) == 0 {
+		return entry{obj: pod, group: "Updated the labels and annotations of %d pods",
+			note: "Updated the labels and annotations of pod " + pod.Name}
+	}
+	list := changeList(changes)
+	return entry{obj: pod, group: "Updating %d pods in place", note: "Updating pod " + pod.Name + " in place: " + list,
+		name: pod.Name + " (" + list + ")"}
 }
 
 // updateInstance patches one pod. An in-place image update first writes the gate False, then patches the

@@ -103,7 +103,8 @@ func (r *Reconciler) releasePods(ctx context.Context, rn *run, owned []*corev1.P
 			rn.fail(tkestackv1.ReasonFailedUpdate, release[i].Name, release[i], fmt.Errorf("releasing pod %s: %w", release[i].Name, res.Err))
 			continue
 		}
-		rn.events.Normal(tkestackv1.ReasonReleased, actionRelease, release[i], "Released pod %s: it no longer matches the selector", release[i].Name)
+		rn.events.normal(tkestackv1.ReasonReleased, actionRelease, entry{obj: release[i],
+			group: "Released %d pods: they no longer match the selector", note: "Released pod " + release[i].Name + ": it no longer matches the selector"})
 	}
 	return keep
 }
@@ -149,7 +150,7 @@ func (r *Reconciler) adoptOrphans(ctx context.Context, rn *run) ([]*corev1.Pod, 
 			continue
 		}
 		adopted = append(adopted, res.Out)
-		rn.events.Normal(tkestackv1.ReasonAdopted, actionAdopt, res.Out, "Adopted pod %s", res.Out.Name)
+		rn.events.normal(tkestackv1.ReasonAdopted, actionAdopt, entry{obj: res.Out, group: "Adopted %d pods", note: "Adopted pod " + res.Out.Name})
 	}
 	return adopted, nil
 }

@@ -95,7 +95,8 @@ func (r *Reconciler) deleteScaledClaims(ctx context.Context, rn *run, pvcs []*co
 	for i, res := range results {
 		switch {
 		case res.Err == nil:
-			rn.events.Normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, doomed[i], "Deleted PVC %s of a removed instance", doomed[i].Name)
+			rn.events.normal(tkestackv1.ReasonSuccessfulDelete, actionDelete, entry{obj: doomed[i],
+				group: "Deleted %d PVCs of removed instances", note: "Deleted PVC " + doomed[i].Name + " of a removed instance"})
 		case !apierrors.IsNotFound(res.Err):
 			rn.failClaim(tkestackv1.ReasonFailedDelete, doomed[i], res.Err)
 		}

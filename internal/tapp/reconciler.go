@@ -9,7 +9,6 @@ import (
 	"github.com/drover-dev/drover/internal/tapp/core"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -94,8 +93,8 @@ type run struct {
 	out kit.Outcome
 	// conflict: a write lost a race or a create found the name taken; the cache is behind (requeue soon).
 	conflict bool
-	// events are emitted after the status write.
-	events kit.Events
+	// events are aggregated by reason and emitted once the status write succeeded.
+	events passEvents
 }
 
 // Reconcile is keyed by the TApp's namespace/name. It reads like the table of contents of a pass: sync the
@@ -111,7 +110,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	rn := r.newRun(req.NamespacedName, app)
 	if r.syncSpec(ctx, rn) {
-		r.emitEvents(rn, nil)
+		// The spec patch ends the pass, which writes no status: its events follow the patch.
+		rn.events.buffer().Emit(r.cfg.Recorder, rn.app)
 		return r.backoff.Result(rn.key, &rn.out)
 	}
 	owned, err := r.listOwnedPods(ctx, rn.app)
@@ -131,9 +131,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	logPlan(ctx, rn)
 
 	status, minReadyWait := rn.pass.Status(rn.postActionView(), append(slices.Clone(rn.planIssues), rn.issues...))
-	_, err = kit.WriteStatus(ctx, r.cfg.Client, app, tappStatus, &status, nil)
+	rn.issueWarnings(&status)
+	_, err = rn.events.buffer().EmitAfter(r.cfg.Recorder, app, func() (bool, error) {
+		return kit.WriteStatus(ctx, r.cfg.Client, app, tappStatus, &status, nil)
+	})
 	rn.out.Error(err)
-	r.emitEvents(rn, &status)
 	r.gauge.set(rn.key, status.Statuses)
 	// The pass requeues for the earliest of: a minReadySeconds wait, a PVC being deleted (execute), the
 	// expiry of a pending expectation, a lost race (backing off as errors do, without an error log).
@@ -196,10 +198,11 @@ func (rn *run) postActionView() core.Observation {
 	return core.Observation{Pods: rn.view, Expecting: rn.obs.Expecting, Nodes: rn.obs.Nodes, Now: rn.now}
 }
 
-// fail records a failed write about a subject (an instance id, a pod or PVC name): an issue for ReplicaFailure, a Warning event (related to the
-// object) and an error for the retry. Conflicts (a stale cache) only requeue, and NotFound means the
-// object is gone, which its delete event reports.
-func (rn *run) fail(reason, subject string, related runtime.Object, err error) {
+// fail records a failed write about a subject (an instance id, a pod or PVC name): an issue for
+// ReplicaFailure, a Warning event (one per reason, naming the objects) and an error for the retry.
+// Conflicts (a stale cache) only requeue, and NotFound means the object is gone, which its delete event
+// reports.
+func (rn *run) fail(reason, subject string, related client.Object, err error) {
 	switch {
 	case apierrors.IsConflict(err):
 		rn.lostRace()
@@ -209,7 +212,12 @@ func (rn *run) fail(reason, subject string, related runtime.Object, err error) {
 	}
 	rn.issues = append(rn.issues, core.Issue{Reason: reason, Subject: subject, Message: err.Error()})
 	rn.out.Error(err)
-	rn.events.Warning(reason, actionFor(reason), related, "%v", err)
+	name := objectName(related)
+	if name == "" {
+		name = subject
+	}
+	rn.events.warning(reason, actionFor(reason), entry{obj: related, group: failedGroup(reason), note: err.Error(),
+		name: name, detail: err.Error()})
 }
 
 // lostRace records that a write lost a race or a create found the name taken: the cache is behind.

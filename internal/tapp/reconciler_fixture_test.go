@@ -154,12 +154,21 @@ func (f *fixture) kubelet() {
 
 // drainEvents returns "<type> <reason>" of each event emitted so far.
 func (f *fixture) drainEvents() []string {
+	out := f.drainEventLines()
+	for i, e := range out {
+		fields := strings.Fields(e)
+		out[i] = strings.Join(fields[:min(2, len(fields))], " ")
+	}
+	return out
+}
+
+// drainEventLines returns "<type> <reason> <note>" of each event emitted so far.
+func (f *fixture) drainEventLines() []string {
 	var out []string
 	for {
 		select {
 		case e := <-f.events.Events:
-			fields := strings.Fields(e)
-			out = append(out, strings.Join(fields[:min(2, len(fields))], " "))
+			out = append(out, e)
 		default:
 			return out
 		}

@@ -3,6 +3,7 @@ package tapp
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,8 +63,9 @@ func TestReconcileCreatesMissingPods(t *testing.T) {
 	if got := f.condition(tkestackv1.TAppAvailable); got != "False/MinimumReplicasUnavailable" {
 		t.Errorf("Available = %s", got)
 	}
-	if got := countOf(f.drainEvents(), "Normal SuccessfulCreate"); got != 3 {
-		t.Errorf("%d SuccessfulCreate events, want 3", got)
+	// One event per reason per pass, naming the pods.
+	if diff := cmp.Diff([]string{"Normal SuccessfulCreate Created 3 pods: web-0, web-1, web-2"}, f.drainEventLines()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
 
@@ -204,6 +206,60 @@ func TestReconcileCreateErrorsAreReported(t *testing.T) {
 	}
 	if got := countOf(f.drainEvents(), "Warning FailedCreate"); got != 1 {
 		t.Errorf("%d FailedCreate warnings, want 1", got)
+	}
+}
+
+// TestReconcileFailuresAreOneEvent: the failed writes of a pass with one reason are one Warning naming the
+// objects, with the first error.
+func TestReconcileFailuresAreOneEvent(t *testing.T) {
+	boom := errors.New("boom")
+	f := newFixture(t, []client.Object{newApp(3).Obj()}, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if obj.GetName() != "web-0" {
+				return boom
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	if _, err := f.reconcile(); !errors.Is(err, boom) {
+		t.Fatalf("reconcile error = %v, want boom", err)
+	}
+	want := []string{
+		"Normal SuccessfulCreate Created pod web-0",
+		"Warning FailedCreate Creating 2 objects failed: web-1, web-2: creating pod web-1: boom",
+	}
+	if diff := cmp.Diff(want, f.drainEventLines()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileNoEventsAfterFailedStatusWrite: a pass whose status write fails (an error or a lost race)
+// emits none of its events, though its pod writes happened.
+func TestReconcileNoEventsAfterFailedStatusWrite(t *testing.T) {
+	for name, failure := range map[string]error{
+		"error":    apierrors.NewInternalError(errors.New("boom")),
+		"conflict": apierrors.NewConflict(schema.GroupResource{Resource: "tapps"}, testName, errors.New("stale")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, []client.Object{newApp(2).Obj()}, interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					if _, ok := obj.(*tkestackv1.TApp); ok {
+						return failure
+					}
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+			})
+			f.writes.Take()
+			if _, err := f.reconcile(); (err != nil) == apierrors.IsConflict(failure) {
+				t.Fatalf("reconcile error = %v; want an error only for a failure that is no conflict", err)
+			}
+			if got := f.writes.Take(); got["create Pod"] != 2 || got["status-update TApp"] != 1 {
+				t.Errorf("writes %v, want the pods created and the status write tried", got)
+			}
+			if ev := f.drainEventLines(); len(ev) != 0 {
+				t.Errorf("events after a failed status write: %v; want none", ev)
+			}
+		})
 	}
 }
 
@@ -386,8 +442,12 @@ func TestReconcileScaleDown(t *testing.T) {
 	f.kubelet()
 	f.settle(5)
 	f.updateApp(func(a *tkestackv1.TApp) { a.Spec.Replicas = 1 })
+	f.drainEvents()
 	if got := f.pass(); got["delete Pod"] != 3 {
 		t.Errorf("scale-down pass: %v", got)
+	}
+	if diff := cmp.Diff([]string{"Normal SuccessfulDelete Deleted 3 pods (scaled down): web-1, web-2, web-3"}, f.drainEventLines()); diff != "" {
+		t.Errorf("events of the scale-down (-want +got):\n%s", diff)
 	}
 	f.settle(5)
 	if diff := cmp.Diff([]string{"web-0"}, f.podNames()); diff != "" {
@@ -508,6 +568,10 @@ func TestReconcilePVCs(t *testing.T) {
 	if got := f.pass(); got["create PersistentVolumeClaim"] != 2 || got["create Pod"] != 2 {
 		t.Errorf("writes: %v", got)
 	}
+	want := []string{"Normal SuccessfulCreate Created 2 PVCs: data-web-0, data-web-1; Created 2 pods: web-0, web-1"}
+	if diff := cmp.Diff(want, f.drainEventLines()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
 	for _, name := range []string{"data-web-0", "data-web-1"} {
 		pvc := &corev1.PersistentVolumeClaim{}
 		if err := f.inner.Get(context.Background(), client.ObjectKey{Namespace: testNS, Name: name}, pvc); err != nil {
@@ -608,6 +672,11 @@ func TestReconcileForceDeletesOnLostNode(t *testing.T) {
 	}
 	if grace == nil || *grace != 0 {
 		t.Errorf("grace period = %v, want 0", grace)
+	}
+	// An event about one pod keeps that pod's own message.
+	want := "Normal SuccessfulDelete Deleted pod web-0 with grace period 0: its node gone is lost"
+	if got := f.drainEventLines(); !slices.Contains(got, want) {
+		t.Errorf("events %q, want %q among them", got, want)
 	}
 }
 

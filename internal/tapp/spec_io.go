@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/drover-dev/drover/internal/tapp/core"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // syncSpec makes the only spec writes of the controller, as one targeted merge patch guarded by the
@@ -53,8 +54,8 @@ func (r *Reconciler) syncSpec(ctx context.Context, rn *run) (done bool) {
 		return true
 	}
 	if len(pruned) > 0 {
-		rn.events.Normal(tkestackv1.ReasonTemplatesPruned, actionPrune, nil, "Removed unused templates from templatePool: %s",
-			strings.Join(pruned, ", "))
+		rn.events.note(corev1.EventTypeNormal, tkestackv1.ReasonTemplatesPruned, actionPrune,
+			"Removed unused templates from templatePool: "+kit.NameList(pruned))
 	}
 	return true
 }

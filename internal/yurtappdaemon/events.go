@@ -10,43 +10,8 @@ import (
 	"github.com/drover-dev/drover/internal/kit"
 )
 
-// Event reasons of the owner controllers. Each is emitted at most once per pass, after the status write.
-const (
-	// ReasonWorkloadCreated (Normal): workloads were created for newly selected pools.
-	ReasonWorkloadCreated = "WorkloadCreated"
-	// ReasonWorkloadUpdated (Normal): workloads were applied with a new rendering.
-	ReasonWorkloadUpdated = "WorkloadUpdated"
-	// ReasonWorkloadDeleted (Normal): workloads of deselected pools, duplicates or of the other kind were deleted.
-	ReasonWorkloadDeleted = "WorkloadDeleted"
-	// ReasonWorkloadAdopted (Normal): orphaned workloads were adopted: a pool's workload with no controller, drover's labels and a match of
-	// spec.selector.
-	ReasonWorkloadAdopted = "WorkloadAdopted"
-	// ReasonNoNodePoolsSelected (Normal, on transition): no pool is eligible.
-	ReasonNoNodePoolsSelected = "NoNodePoolsSelected"
-
-	// ReasonInvalidSpec (Warning): the spec breaks a structural rule; no workload was touched.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonNodePoolListFailed (Warning): the pools could not be read; no workload was touched.
-	ReasonNodePoolListFailed = "NodePoolListFailed"
-	// ReasonRevisionFailed (Warning): the ControllerRevision could not be ensured; no workload was touched.
-	ReasonRevisionFailed = "RevisionFailed"
-	// ReasonWorkloadCreateFailed (Warning): creates failed or are pending.
-	ReasonWorkloadCreateFailed = "WorkloadCreateFailed"
-	// ReasonWorkloadUpdateFailed (Warning): applies failed or are pending.
-	ReasonWorkloadUpdateFailed = "WorkloadUpdateFailed"
-	// ReasonWorkloadDeleteFailed (Warning): deletes failed or are pending.
-	ReasonWorkloadDeleteFailed = "WorkloadDeleteFailed"
-	// ReasonRenderFailed (Warning): the workload of some pools could not be rendered (a failing tweak).
-	ReasonRenderFailed = "RenderFailed"
-	// ReasonNameConflict (Warning): a workload name is taken by an object this owner does not control.
-	ReasonNameConflict = "NameConflict"
-	// ReasonInvalidNodePoolName (Warning): selected pools whose names are not label values were skipped.
-	ReasonInvalidNodePoolName = "InvalidNodePoolName"
-	// ReasonUnmappedWorkload (Warning): owned workloads map to no pool; they are left alone.
-	ReasonUnmappedWorkload = "UnmappedWorkload"
-)
-
-// Event actions (events.k8s.io requires one).
+// Event actions (events.k8s.io requires one). The reasons are the openyurtv1alpha1.Reason* constants, each
+// emitted at most once per pass, after the status write.
 const (
 	actionCreate    = "Create"
 	actionUpdate    = "Update"
@@ -55,37 +20,37 @@ const (
 	actionReconcile = "Reconcile"
 )
 
-// events buffers the pass's events on the owner, at most one per reason; they are emitted after the status
-// write, so a reader who sees an event finds the status that explains it. Messages are cut to
-// kit.MaxMessageBytes by the buffer.
+// events buffers the pass's events on the owner, at most one per reason; they are emitted only once the
+// status write succeeded (kit.Events.EmitAfter), so a reader who sees an event finds the status that
+// explains it. Messages are cut to kit.MaxMessageBytes by the buffer.
 func (p *pass) events(prev, status *openyurtv1alpha1.YurtAppDaemonStatus) *kit.Events {
 	ev := &kit.Events{}
 	switch {
 	case len(p.invalid) > 0:
-		ev.Warning(ReasonInvalidSpec, actionReconcile, nil, "%s", p.invalid.ToAggregate().Error())
+		ev.Warning(openyurtv1alpha1.ReasonInvalidSpec, actionReconcile, nil, "%s", p.invalid.ToAggregate().Error())
 		return ev
 	case p.revisionErr != nil:
-		ev.Warning(ReasonRevisionFailed, actionReconcile, nil, "%s", p.revisionErr.Error())
+		ev.Warning(openyurtv1alpha1.ReasonRevisionFailed, actionReconcile, nil, "%s", p.revisionErr.Error())
 		return ev
 	case p.poolsErr != nil:
-		ev.Warning(ReasonNodePoolListFailed, actionReconcile, nil, "%s", p.poolsErr.Error())
+		ev.Warning(openyurtv1alpha1.ReasonNodePoolListFailed, actionReconcile, nil, "%s", p.poolsErr.Error())
 		return ev
 	}
 	for _, e := range []struct {
 		reason, action string
 		names          []string
 	}{
-		{ReasonWorkloadCreated, actionCreate, p.created},
-		{ReasonWorkloadAdopted, actionAdopt, p.adopted},
-		{ReasonWorkloadUpdated, actionUpdate, p.updated},
-		{ReasonWorkloadDeleted, actionDelete, p.deleted},
+		{openyurtv1alpha1.ReasonWorkloadCreated, actionCreate, p.created},
+		{openyurtv1alpha1.ReasonWorkloadAdopted, actionAdopt, p.adopted},
+		{openyurtv1alpha1.ReasonWorkloadUpdated, actionUpdate, p.updated},
+		{openyurtv1alpha1.ReasonWorkloadDeleted, actionDelete, p.deleted},
 	} {
 		if len(e.names) > 0 {
 			ev.Normal(e.reason, e.action, nil, "%d workload(s): %s", len(e.names), kit.NameList(e.names))
 		}
 	}
 	if became(prev, status, openyurtv1alpha1.WorkLoadProvisioned, openyurtv1alpha1.ReasonNoNodePoolsSelected) {
-		ev.Normal(ReasonNoNodePoolsSelected, actionReconcile, nil, "No NodePool is selected")
+		ev.Normal(openyurtv1alpha1.ReasonNoNodePoolsSelected, actionReconcile, nil, "No NodePool is selected")
 	}
 	warnings(ev, p)
 	return ev
@@ -94,11 +59,11 @@ func (p *pass) events(prev, status *openyurtv1alpha1.YurtAppDaemonStatus) *kit.E
 // warnings buffers the per-pool failure warnings of a pass that acted.
 func warnings(ev *kit.Events, p *pass) {
 	if len(p.renderErrs) > 0 {
-		ev.Warning(ReasonRenderFailed, actionReconcile, nil, "%d NodePool(s): %s",
+		ev.Warning(openyurtv1alpha1.ReasonRenderFailed, actionReconcile, nil, "%d NodePool(s): %s",
 			len(p.renderErrs), poolErrors(p.renderErrs, nil))
 	}
 	if len(p.nameConflicts) > 0 {
-		ev.Warning(ReasonNameConflict, actionCreate, nil, "%d name(s) taken by objects this owner does not control: %s",
+		ev.Warning(openyurtv1alpha1.ReasonNameConflict, actionCreate, nil, "%d name(s) taken by objects this owner does not control: %s",
 			len(p.nameConflicts), kit.NameList(slices.Collect(maps.Values(p.nameConflicts))))
 	}
 	for _, e := range []struct {
@@ -106,16 +71,16 @@ func warnings(ev *kit.Events, p *pass) {
 		failed         map[string]error
 		pending        []string
 	}{
-		{ReasonWorkloadCreateFailed, actionCreate, p.createFailed, p.createPending},
-		{ReasonWorkloadUpdateFailed, actionUpdate, p.updateFailed, p.updatePending},
-		{ReasonWorkloadDeleteFailed, actionDelete, p.deleteFailed, p.deletePending},
+		{openyurtv1alpha1.ReasonWorkloadCreateFailed, actionCreate, p.createFailed, p.createPending},
+		{openyurtv1alpha1.ReasonWorkloadUpdateFailed, actionUpdate, p.updateFailed, p.updatePending},
+		{openyurtv1alpha1.ReasonWorkloadDeleteFailed, actionDelete, p.deleteFailed, p.deletePending},
 	} {
 		if len(e.failed)+len(e.pending) > 0 {
 			ev.Warning(e.reason, e.action, nil, "%d failed: %s", len(e.failed), poolErrors(e.failed, e.pending))
 		}
 	}
 	if len(p.pools.invalidNames) > 0 {
-		ev.Warning(ReasonInvalidNodePoolName, actionReconcile, nil,
+		ev.Warning(openyurtv1alpha1.ReasonInvalidNodePoolName, actionReconcile, nil,
 			"Skipped %d NodePool(s) whose names are not valid label values: %s",
 			len(p.pools.invalidNames), kit.NameList(p.pools.invalidNames))
 	}
@@ -124,7 +89,7 @@ func warnings(ev *kit.Events, p *pass) {
 		for i, obj := range p.cls.unmapped {
 			names[i] = obj.GetName()
 		}
-		ev.Warning(ReasonUnmappedWorkload, actionReconcile, nil,
+		ev.Warning(openyurtv1alpha1.ReasonUnmappedWorkload, actionReconcile, nil,
 			"%d owned workload(s) map to no NodePool and are left alone: %s", len(names), kit.NameList(names))
 	}
 }

@@ -152,8 +152,9 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	prev := owner.DaemonStatus().DeepCopy()
 	status := computeStatus(prev, owner.GetGeneration(), p, metav1.NewTime(r.now()))
-	_, statusErr := r.writeStatus(ctx, owner, &status)
-	p.events(prev, &status).Emit(r.Recorder, owner)
+	_, statusErr := p.events(prev, &status).EmitAfter(r.Recorder, owner, func() (bool, error) {
+		return r.writeStatus(ctx, owner, &status)
+	})
 	out.Error(p.errors()...)
 	out.Error(statusErr)
 	if p.completed && statusErr == nil {

@@ -2,6 +2,7 @@ package yurtappdaemon
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -483,12 +484,39 @@ func TestWarningEventsGiveCounts(t *testing.T) {
 	f.mustReconcile()
 	var msg string
 	for len(f.events.Events) > 0 {
-		if e := <-f.events.Events; strings.Contains(e, ReasonInvalidNodePoolName) {
+		if e := <-f.events.Events; strings.Contains(e, openyurtv1alpha1.ReasonInvalidNodePoolName) {
 			msg = e
 		}
 	}
 	if !strings.Contains(msg, "Skipped 2 NodePool(s)") || !strings.Contains(msg, "bad.pool.name-, worse.pool.name-") {
 		t.Errorf("InvalidNodePoolName event %q lacks the count and the names", msg)
+	}
+}
+
+// TestNoEventsAfterAFailedStatusWrite: a pass whose status write fails (an error or a lost race) emits none
+// of its events, though its workload writes happened.
+func TestNoEventsAfterAFailedStatusWrite(t *testing.T) {
+	k := ownerKindCases[0]
+	for name, failure := range map[string]error{
+		"error":    apierrors.NewInternalError(errors.New("boom")),
+		"conflict": apierrors.NewConflict(schema.GroupResource{Group: "apps.openyurt.io", Resource: "yurtappdaemons"}, ownerName, errors.New("modified")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, k, []client.Object{k.owner().Obj(), pool("east", edgeLabels).Obj()}, interceptor.Funcs{
+				SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
+					return failure
+				},
+			})
+			if _, err := f.reconcile(); err != nil && apierrors.IsConflict(failure) {
+				t.Fatalf("reconcile: %v; want a quiet requeue after a lost race", err)
+			}
+			if f.writes.Get("create Deployment") != 1 || f.writes.Get("status-update YurtAppDaemon") != 1 {
+				t.Fatalf("writes %v; want the workload created and the status write tried", f.writes.Take())
+			}
+			if ev := f.eventReasons(); len(ev) != 0 {
+				t.Errorf("events after a failed status write: %v; want none", ev)
+			}
+		})
 	}
 }
 

@@ -19,13 +19,13 @@ func (p *pass) pauseOrResume() {
 	settled := p.old.Phase == communityv1alpha1.PhaseCompleted || p.old.Phase == communityv1alpha1.PhaseHalted
 	switch {
 	case p.paused() && !wasPaused && !settled:
-		p.d.Events.Normal(EventRolloutPaused, actionRollout, nil, "Rollout paused at stage %s", p.st.ActiveStage)
+		p.d.Events.Normal(communityv1alpha1.ReasonRolloutPaused, actionRollout, nil, "Rollout paused at stage %s", p.st.ActiveStage)
 		p.commit()
 	case !p.paused() && wasPaused:
 		if e := p.activeEntry(); e != nil && e.Result == communityv1alpha1.StageActive {
 			e.ClockStartedAt = p.clockStart()
 		}
-		p.d.Events.Normal(EventRolloutResumed, actionRollout, nil, "Rollout resumed at stage %s; its clock restarts", p.st.ActiveStage)
+		p.d.Events.Normal(communityv1alpha1.ReasonRolloutResumed, actionRollout, nil, "Rollout resumed at stage %s; its clock restarts", p.st.ActiveStage)
 		p.commit()
 	}
 }
@@ -40,7 +40,7 @@ func (p *pass) retry() {
 	p.d.AnnotationRemovals = append(p.d.AnnotationRemovals, AnnotationRemoval{Key: communityv1alpha1.AnnotationRetryStage, Value: value})
 	e := p.activeEntry()
 	if e == nil || value != p.st.ActiveStage || e.Result != communityv1alpha1.StageHalted {
-		p.d.Events.Warning(EventRetryIgnored, actionRollout, nil,
+		p.d.Events.Warning(communityv1alpha1.ReasonRetryIgnored, actionRollout, nil,
 			"Annotation %s=%q ignored: it must name the halted active stage (active: %s, %s)",
 			communityv1alpha1.AnnotationRetryStage, value, p.st.ActiveStage, resultOf(e))
 		return
@@ -49,7 +49,7 @@ func (p *pass) retry() {
 	e.ClockStartedAt = p.clockStart()
 	e.CompletedAt = nil
 	e.Message = ""
-	p.d.Events.Normal(EventStageRetried, actionRollout, nil, "Stage %s retried: its clock restarts", e.Name)
+	p.d.Events.Normal(communityv1alpha1.ReasonStageRetried, actionRollout, nil, "Stage %s retried: its clock restarts", e.Name)
 	p.transition(e.Name, ResultRetried, nil)
 	p.transitioned = true
 }
@@ -68,7 +68,7 @@ func (p *pass) approval() {
 	case approved && e.ApprovedAt == nil && e.Result == communityv1alpha1.StageActive:
 		e.ApprovedAt = &p.now
 		if p.spec.Stages[p.active].RequireApproval {
-			p.d.Events.Normal(EventApprovalAccepted, actionGate, nil, "Promotion of stage %s approved", e.Name)
+			p.d.Events.Normal(communityv1alpha1.ReasonApprovalAccepted, actionGate, nil, "Promotion of stage %s approved", e.Name)
 		}
 	case !approved && e.ApprovedAt != nil && e.Result != communityv1alpha1.StageSucceeded:
 		e.ApprovedAt = nil

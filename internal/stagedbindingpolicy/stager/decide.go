@@ -8,29 +8,6 @@ import (
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 )
 
-// Event reasons of the StagedBindingPolicy controller. Normal unless marked.
-const (
-	EventStageActivated          = "StageActivated"
-	EventStageSucceeded          = "StageSucceeded"
-	EventRolloutCompleted        = "RolloutCompleted"
-	EventRolloutPaused           = "RolloutPaused"
-	EventRolloutResumed          = "RolloutResumed"
-	EventRolloutReopened         = "RolloutReopened"
-	EventApprovalAccepted        = "ApprovalAccepted"
-	EventStageRetried            = "StageRetried"
-	EventBindingPolicyCreated    = "BindingPolicyCreated"
-	EventBindingPolicyUpdated    = "BindingPolicyUpdated"
-	EventBindingPolicyDeleted    = "BindingPolicyDeleted"
-	EventBindingPolicyAdopted    = "BindingPolicyAdopted"
-	EventStageHalted             = "StageHalted"             // Warning
-	EventGateError               = "GateError"               // Warning
-	EventInvalidSpec             = "InvalidSpec"             // Warning
-	EventActiveStageReplaced     = "ActiveStageReplaced"     // Warning
-	EventConflict                = "Conflict"                // Warning
-	EventRetryIgnored            = "RetryIgnored"            // Warning
-	EventStatusCollectorsMissing = "StatusCollectorsMissing" // Warning
-)
-
 // Event actions.
 const (
 	actionRollout = "Rollout"

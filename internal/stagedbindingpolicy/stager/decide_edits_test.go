@@ -50,7 +50,7 @@ func TestDecideSpecEdits(t *testing.T) {
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "development", Index: 0,
 				Stages: []string{"development=Active", "dev=Superseded"}, Reason: communityv1alpha1.ReasonHandingOver,
-				Events: []string{EventActiveStageReplaced, EventStageActivated}, Writes: []string{"Create nginx.stage.development"}, Commit: true},
+				Events: []string{communityv1alpha1.ReasonActiveStageReplaced, communityv1alpha1.ReasonStageActivated}, Writes: []string{"Create nginx.stage.development"}, Commit: true},
 			check: func(t *testing.T, _ *world, d *Decision) {
 				want := []Transition{{Stage: "dev", Result: ResultSuperseded}, {Stage: "development", Result: ResultActivated}}
 				if diff := cmp.Diff(want, d.Transitions); diff != "" {
@@ -75,7 +75,7 @@ func TestDecideSpecEdits(t *testing.T) {
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 0,
 				Stages: []string{"prod=Active", "dev=Superseded"}, Reason: communityv1alpha1.ReasonHandingOver,
-				Events: []string{EventActiveStageReplaced, EventStageActivated}, Writes: []string{"Create " + prodName}, Commit: true},
+				Events: []string{communityv1alpha1.ReasonActiveStageReplaced, communityv1alpha1.ReasonStageActivated}, Writes: []string{"Create " + prodName}, Commit: true},
 		},
 		"the last stage removed after completion: the stage before is final, re-placed, still completed": {
 			setup: func(w *world) {
@@ -84,7 +84,7 @@ func TestDecideSpecEdits(t *testing.T) {
 			},
 			want: summary{Phase: communityv1alpha1.PhaseCompleted, Active: "dev", Index: 0,
 				Stages: []string{"dev=Succeeded", "prod=Superseded"}, Reason: string(communityv1alpha1.PhaseCompleted),
-				Events: []string{EventActiveStageReplaced}, Writes: []string{"Create " + devName}, Commit: true},
+				Events: []string{communityv1alpha1.ReasonActiveStageReplaced}, Writes: []string{"Create " + devName}, Commit: true},
 		},
 		"the active last stage removed after the stage before succeeded: the rollout completes, with its event": {
 			setup: func(w *world) {
@@ -93,7 +93,7 @@ func TestDecideSpecEdits(t *testing.T) {
 			},
 			want: summary{Phase: communityv1alpha1.PhaseCompleted, Active: "dev", Index: 0,
 				Stages: []string{"dev=Succeeded", "prod=Superseded"}, Reason: string(communityv1alpha1.PhaseCompleted),
-				Events: []string{EventActiveStageReplaced, EventRolloutCompleted}, Writes: []string{"Create " + devName}, Commit: true},
+				Events: []string{communityv1alpha1.ReasonActiveStageReplaced, communityv1alpha1.ReasonRolloutCompleted}, Writes: []string{"Create " + devName}, Commit: true},
 		},
 		"a stage inserted before the active one is skipped (Exclusive: not placed)": {
 			setup: func(w *world) {
@@ -207,7 +207,7 @@ func TestDecideSpecEdits(t *testing.T) {
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "canary", Index: 2,
 				Stages: []string{"dev=Succeeded", "prod=Succeeded", "canary=Active"}, Reason: communityv1alpha1.ReasonHandingOver,
-				Events: []string{EventRolloutReopened, EventStageActivated}, Writes: []string{"Create nginx.stage.canary"}, Commit: true},
+				Events: []string{communityv1alpha1.ReasonRolloutReopened, communityv1alpha1.ReasonStageActivated}, Writes: []string{"Create nginx.stage.canary"}, Commit: true},
 		},
 	}
 	for name, tc := range cases {
@@ -234,7 +234,7 @@ func TestDecideRenamedActiveStageHandsOver(t *testing.T) {
 	d := w.step()
 	checkSummary(t, d, summary{Phase: communityv1alpha1.PhaseProgressing, Active: "production", Index: 1,
 		Stages: []string{"dev=Succeeded", "production=Active", "prod=Superseded"}, Reason: communityv1alpha1.ReasonHandingOver,
-		Events: []string{EventActiveStageReplaced, EventStageActivated}, Writes: []string{"Create " + production}, Commit: true})
+		Events: []string{communityv1alpha1.ReasonActiveStageReplaced, communityv1alpha1.ReasonStageActivated}, Writes: []string{"Create " + production}, Commit: true})
 
 	checkSummary(t, w.step(), summary{Phase: communityv1alpha1.PhaseProgressing, Active: "production", Index: 1,
 		Stages: []string{"dev=Succeeded", "production=Active", "prod=Superseded"}, Reason: communityv1alpha1.ReasonHandingOver})

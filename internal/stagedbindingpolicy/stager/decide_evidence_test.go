@@ -189,17 +189,17 @@ func TestDecideOwnership(t *testing.T) {
 		"a foreign BindingPolicy with the first stage's name": {
 			setup: func(w *world) { w.bps[devName] = foreign(devName) },
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonConflict, Events: []string{EventStageActivated, EventConflict}, Commit: true},
+				Reason: communityv1alpha1.ReasonConflict, Events: []string{communityv1alpha1.ReasonStageActivated, communityv1alpha1.ReasonConflict}, Commit: true},
 		},
 		"a foreign BindingPolicy with the first stage's name, being deleted: the stage waits for it to go": {
 			setup: func(w *world) { w.bps[devName] = testutil.WrapBindingPolicy(foreign(devName)).Terminating(t0).Obj() },
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonTerminating, Events: []string{EventStageActivated, communityv1alpha1.ReasonTerminating}, Commit: true},
+				Reason: communityv1alpha1.ReasonTerminating, Events: []string{communityv1alpha1.ReasonStageActivated, communityv1alpha1.ReasonTerminating}, Commit: true},
 		},
 		"a BindingPolicy without any owner with the first stage's name": {
 			setup: func(w *world) { w.bps[devName] = testutil.MakeBindingPolicy(devName).UID("foreign-uid").Obj() },
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonConflict, Events: []string{EventStageActivated, EventConflict}, Commit: true},
+				Reason: communityv1alpha1.ReasonConflict, Events: []string{communityv1alpha1.ReasonStageActivated, communityv1alpha1.ReasonConflict}, Commit: true},
 		},
 		"a foreign BindingPolicy with the next stage's name: the promotion commits and waits on the conflict": {
 			setup: func(w *world) {
@@ -207,7 +207,7 @@ func TestDecideOwnership(t *testing.T) {
 				reportedDev("1")(w)
 			},
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "prod", Index: 1, Stages: promoted,
-				Reason: communityv1alpha1.ReasonConflict, Events: []string{EventStageSucceeded, EventStageActivated, EventConflict},
+				Reason: communityv1alpha1.ReasonConflict, Events: []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated, communityv1alpha1.ReasonConflict},
 				Commit: true, Promotion: true},
 		},
 		"a foreign BindingPolicy with the next stage's name: the outgoing one stays": {
@@ -226,7 +226,7 @@ func TestDecideOwnership(t *testing.T) {
 					Downsync(w.sbp.Spec.Downsync...).ClusterSelectors(w.sbp.Spec.Stages[0].ClusterSelectors...).Obj()
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{EventStageActivated},
+				Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Adopt " + devName}, Commit: true},
 		},
 	}

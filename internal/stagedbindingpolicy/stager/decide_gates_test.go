@@ -54,7 +54,7 @@ func TestDecideGates(t *testing.T) {
 				reportedDev("2")(w)
 			},
 			want: summary{Phase: communityv1alpha1.PhaseHalted, Active: "dev", Index: 0, Stages: []string{"dev=Halted"},
-				Reason: string(communityv1alpha1.PhaseHalted), Events: []string{EventStageHalted}, Commit: true},
+				Reason: string(communityv1alpha1.PhaseHalted), Events: []string{communityv1alpha1.ReasonStageHalted}, Commit: true},
 			check: func(t *testing.T, d *Decision) {
 				if c := condition(t, d.Status, communityv1alpha1.ConditionHalted); c.Status != metav1.ConditionTrue ||
 					c.Reason != communityv1alpha1.ReasonFailureCondition || !strings.Contains(c.Message, "apps/deployments nginx/nginx-deployment") {
@@ -68,7 +68,7 @@ func TestDecideGates(t *testing.T) {
 			}),
 			setup: reportedDev("1"),
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: promoted,
-				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{EventStageSucceeded, EventStageActivated},
+				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + prodName}, Commit: true, Promotion: true},
 		},
 		"before the progress deadline the stage waits, with the deadline as timer": {
@@ -91,7 +91,7 @@ func TestDecideGates(t *testing.T) {
 				w.tick(10 * time.Minute)
 			},
 			want: summary{Phase: communityv1alpha1.PhaseHalted, Active: "dev", Index: 0, Stages: []string{"dev=Halted"},
-				Reason: string(communityv1alpha1.PhaseHalted), Events: []string{EventStageHalted}, Commit: true},
+				Reason: string(communityv1alpha1.PhaseHalted), Events: []string{communityv1alpha1.ReasonStageHalted}, Commit: true},
 			check: func(t *testing.T, d *Decision) {
 				if c := condition(t, d.Status, communityv1alpha1.ConditionHalted); c.Reason != communityv1alpha1.ReasonProgressDeadlineExceeded {
 					t.Errorf("Halted = %+v, want reason ProgressDeadlineExceeded", c)
@@ -108,7 +108,7 @@ func TestDecideGates(t *testing.T) {
 				w.tick(time.Minute)
 			},
 			want: summary{Phase: communityv1alpha1.PhaseHalted, Active: "dev", Index: 0, Stages: []string{"dev=Halted"},
-				Reason: string(communityv1alpha1.PhaseHalted), Events: []string{EventStageHalted}, Commit: true},
+				Reason: string(communityv1alpha1.PhaseHalted), Events: []string{communityv1alpha1.ReasonStageHalted}, Commit: true},
 		},
 		"gates that hold at the first pass after the progress deadline promote": {
 			sbp: devOnly(func(w *testutil.SBPWrapper) *testutil.SBPWrapper {
@@ -119,7 +119,7 @@ func TestDecideGates(t *testing.T) {
 				w.tick(15 * time.Minute)
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: promoted,
-				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{EventStageSucceeded, EventStageActivated},
+				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + prodName}, Commit: true, Promotion: true},
 		},
 		"waiting only on an approval after the progress deadline never halts": {
@@ -146,7 +146,7 @@ func TestDecideGates(t *testing.T) {
 				w.sbp.Annotations = map[string]string{retry: "dev"}
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonConditionNotMet, Events: []string{EventStageRetried}, Removals: []string{retry + "=dev"},
+				Reason: communityv1alpha1.ReasonConditionNotMet, Events: []string{communityv1alpha1.ReasonStageRetried}, Removals: []string{retry + "=dev"},
 				Commit: true, Requeue: 10 * time.Minute},
 			check: func(t *testing.T, d *Decision) {
 				e := entry(t, d.Status, "dev")
@@ -168,7 +168,7 @@ func TestDecideGates(t *testing.T) {
 				w.sbp.Annotations = map[string]string{retry: "dev"}
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonConditionNotMet, Events: []string{EventRetryIgnored}, Removals: []string{retry + "=dev"}},
+				Reason: communityv1alpha1.ReasonConditionNotMet, Events: []string{communityv1alpha1.ReasonRetryIgnored}, Removals: []string{retry + "=dev"}},
 		},
 		"pausing freezes promotions and BindingPolicy writes": {
 			sbp: twoStages().Obj(),
@@ -178,7 +178,7 @@ func TestDecideGates(t *testing.T) {
 				w.sbp.Spec.Stages[0].ClusterSelectors = append(w.sbp.Spec.Stages[0].ClusterSelectors, testutil.MatchLabels("env", "qa"))
 			},
 			want: summary{Phase: communityv1alpha1.PhasePaused, Active: "dev", Index: 0, Stages: devActive,
-				Reason: string(communityv1alpha1.PhasePaused), Events: []string{EventRolloutPaused}, Commit: true},
+				Reason: string(communityv1alpha1.PhasePaused), Events: []string{communityv1alpha1.ReasonRolloutPaused}, Commit: true},
 		},
 		"pausing during a handover deletes nothing": {
 			sbp: twoStages().Obj(),
@@ -189,13 +189,13 @@ func TestDecideGates(t *testing.T) {
 				w.sbp.Spec.Paused = true
 			},
 			want: summary{Phase: communityv1alpha1.PhasePaused, Active: "prod", Index: 1, Stages: promoted,
-				Reason: string(communityv1alpha1.PhasePaused), Events: []string{EventRolloutPaused}, Commit: true},
+				Reason: string(communityv1alpha1.PhasePaused), Events: []string{communityv1alpha1.ReasonRolloutPaused}, Commit: true},
 		},
 		"a policy created paused activates its first stage but places nothing": {
 			sbp:   twoStages().Paused(true).Obj(),
 			setup: func(*world) {},
 			want: summary{Phase: communityv1alpha1.PhasePaused, Active: "dev", Index: 0, Stages: devActive,
-				Reason: string(communityv1alpha1.PhasePaused), Events: []string{EventStageActivated, EventRolloutPaused}, Commit: true},
+				Reason: string(communityv1alpha1.PhasePaused), Events: []string{communityv1alpha1.ReasonStageActivated, communityv1alpha1.ReasonRolloutPaused}, Commit: true},
 		},
 		"resuming restarts the active stage's clock": {
 			sbp: devOnly(func(w *testutil.SBPWrapper) *testutil.SBPWrapper {
@@ -209,7 +209,7 @@ func TestDecideGates(t *testing.T) {
 				w.sbp.Spec.Paused = false
 			},
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonSoaking, Events: []string{EventRolloutResumed, communityv1alpha1.ReasonSoaking},
+				Reason: communityv1alpha1.ReasonSoaking, Events: []string{communityv1alpha1.ReasonRolloutResumed, communityv1alpha1.ReasonSoaking},
 				Commit: true, Requeue: 10 * time.Minute},
 			check: func(t *testing.T, d *Decision) {
 				if e := entry(t, d.Status, "dev"); !e.ClockStartedAt.Equal(at(t0.Add(time.Hour))) {
@@ -254,7 +254,7 @@ func TestDecideGates(t *testing.T) {
 				w.sbp.Annotations = map[string]string{approve: "dev"}
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: promoted,
-				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{EventApprovalAccepted, EventStageSucceeded, EventStageActivated},
+				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{communityv1alpha1.ReasonApprovalAccepted, communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + prodName}, Removals: []string{approve + "=dev"}, Commit: true, Promotion: true},
 			check: func(t *testing.T, d *Decision) {
 				if e := entry(t, d.Status, "dev"); !e.ApprovedAt.Equal(at(t0)) {
@@ -271,7 +271,7 @@ func TestDecideGates(t *testing.T) {
 				w.report("prod", nginxDeployment, "1")
 			},
 			want: summary{Phase: communityv1alpha1.PhaseCompleted, Active: "prod", Index: 1, Stages: []string{"dev=Succeeded", "prod=Succeeded"},
-				Reason: string(communityv1alpha1.PhaseCompleted), Events: []string{EventRolloutCompleted},
+				Reason: string(communityv1alpha1.PhaseCompleted), Events: []string{communityv1alpha1.ReasonRolloutCompleted},
 				Removals: []string{approve + "=prod"}, Commit: true, Promotion: true},
 		},
 		"an approve annotation naming a stage that already succeeded is removed": {
@@ -326,7 +326,7 @@ func TestDecideGates(t *testing.T) {
 				w.tick(10 * time.Minute)
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: promoted,
-				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{EventStageSucceeded, EventStageActivated},
+				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + prodName}, Commit: true, Promotion: true},
 		},
 		"a stage without condition waits for status of every gated object": {
@@ -346,7 +346,7 @@ func TestDecideGates(t *testing.T) {
 				w.report("dev", nginxService, "0")
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: promoted,
-				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{EventStageSucceeded, EventStageActivated},
+				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + prodName}, Commit: true, Promotion: true},
 		},
 		"a stage without destinations waits for a cluster to join": {
@@ -380,7 +380,7 @@ func TestDecideGates(t *testing.T) {
 				w.bps[devName] = testutil.WrapBindingPolicy(w.bps[devName]).StatusCollectorsAvailable(aggregator).Obj()
 			},
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonStatusCollectorsMissing, Events: []string{EventStatusCollectorsMissing}},
+				Reason: communityv1alpha1.ReasonStatusCollectorsMissing, Events: []string{communityv1alpha1.ReasonStatusCollectorsMissing}},
 			check: func(t *testing.T, d *Decision) {
 				c := condition(t, d.Status, communityv1alpha1.ConditionBindingPolicyReady)
 				if c.Status != metav1.ConditionFalse || c.Reason != communityv1alpha1.ReasonStatusCollectorsMissing ||
@@ -395,7 +395,7 @@ func TestDecideGates(t *testing.T) {
 			}),
 			setup: reportedDev("1"),
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonGateError, Events: []string{EventGateError}},
+				Reason: communityv1alpha1.ReasonGateError, Events: []string{communityv1alpha1.ReasonGateError}},
 			check: func(t *testing.T, d *Decision) {
 				c := condition(t, d.Status, communityv1alpha1.ConditionGateError)
 				if c.Status != metav1.ConditionTrue || c.Reason != string(sbpcel.ReasonEvaluationError) ||
@@ -417,7 +417,7 @@ func TestDecideGates(t *testing.T) {
 			}),
 			setup: reportedDev("1"),
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonGateError, Events: []string{EventGateError}},
+				Reason: communityv1alpha1.ReasonGateError, Events: []string{communityv1alpha1.ReasonGateError}},
 		},
 		"a filter error blocks the stage": {
 			sbp: devOnly(func(w *testutil.SBPWrapper) *testutil.SBPWrapper {
@@ -425,7 +425,7 @@ func TestDecideGates(t *testing.T) {
 			}),
 			setup: reportedDev("1"),
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonGateError, Events: []string{EventGateError}},
+				Reason: communityv1alpha1.ReasonGateError, Events: []string{communityv1alpha1.ReasonGateError}},
 		},
 	}
 	for name, tc := range cases {

@@ -33,7 +33,7 @@ func TestDecideLifecycle(t *testing.T) {
 			sbp:   twoStages().Obj(),
 			setup: func(*world) {},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: []string{"dev=Active"},
-				Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{EventStageActivated},
+				Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + devName}, Commit: true},
 			check: func(t *testing.T, d *Decision) {
 				e := entry(t, d.Status, "dev")
@@ -71,7 +71,7 @@ func TestDecideLifecycle(t *testing.T) {
 				w.report("dev", nginxDeployment, "1")
 			},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: []string{"dev=Succeeded", "prod=Active"},
-				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{EventStageSucceeded, EventStageActivated},
+				Reason: communityv1alpha1.ReasonHandingOver, Events: []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + prodName}, Commit: true, Promotion: true},
 			check: func(t *testing.T, d *Decision) {
 				dev, prod := entry(t, d.Status, "dev"), entry(t, d.Status, "prod")
@@ -98,7 +98,7 @@ func TestDecideLifecycle(t *testing.T) {
 				w.report("prod", nginxDeployment, "1")
 			},
 			want: summary{Phase: communityv1alpha1.PhaseCompleted, Active: "prod", Index: 1, Stages: []string{"dev=Succeeded", "prod=Succeeded"},
-				Reason: string(communityv1alpha1.PhaseCompleted), Events: []string{EventRolloutCompleted}, Commit: true, Promotion: true},
+				Reason: string(communityv1alpha1.PhaseCompleted), Events: []string{communityv1alpha1.ReasonRolloutCompleted}, Commit: true, Promotion: true},
 			check: func(t *testing.T, d *Decision) {
 				for _, typ := range []string{communityv1alpha1.ConditionCompleted, communityv1alpha1.ConditionReady} {
 					if c := condition(t, d.Status, typ); c.Status != metav1.ConditionTrue || c.Reason != communityv1alpha1.ReasonRolloutCompleted {
@@ -115,7 +115,7 @@ func TestDecideLifecycle(t *testing.T) {
 				w.report("dev", nginxDeployment, "1")
 			},
 			want: summary{Phase: communityv1alpha1.PhaseCompleted, Active: "dev", Index: 0, Stages: []string{"dev=Succeeded"},
-				Reason: string(communityv1alpha1.PhaseCompleted), Events: []string{EventRolloutCompleted}, Commit: true, Promotion: true},
+				Reason: string(communityv1alpha1.PhaseCompleted), Events: []string{communityv1alpha1.ReasonRolloutCompleted}, Commit: true, Promotion: true},
 		},
 		"a completed rollout stays completed and writes nothing": {
 			sbp: twoStages().Obj(),

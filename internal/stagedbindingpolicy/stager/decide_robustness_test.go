@@ -33,7 +33,7 @@ func TestDecideInvalidSpec(t *testing.T) {
 			sbp:   devOnly(func(w *testutil.SBPWrapper) *testutil.SBPWrapper { return w.Condition(brokenCondition) }),
 			setup: func(*world) {},
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Index: -1, Reason: communityv1alpha1.ReasonInvalidSpec,
-				Events: []string{EventInvalidSpec}},
+				Events: []string{communityv1alpha1.ReasonInvalidSpec}},
 			reason: communityv1alpha1.ReasonInvalidExpression, messageHas: "spec.stages[0].condition",
 		},
 		"an expression broken mid-rollout while the old condition holds and a handover waits": {
@@ -46,7 +46,7 @@ func TestDecideInvalidSpec(t *testing.T) {
 				})
 			},
 			want: summary{Phase: communityv1alpha1.PhaseWaiting, Active: "prod", Index: 1, Stages: promoted,
-				Reason: communityv1alpha1.ReasonInvalidSpec, Events: []string{EventInvalidSpec}},
+				Reason: communityv1alpha1.ReasonInvalidSpec, Events: []string{communityv1alpha1.ReasonInvalidSpec}},
 			reason: communityv1alpha1.ReasonInvalidExpression, messageHas: "spec.stages[1].filter",
 		},
 		"a name longer than 63 characters": {
@@ -54,13 +54,13 @@ func TestDecideInvalidSpec(t *testing.T) {
 			setup: func(w *world) {
 				w.sbp.Name = strings.Repeat("n", 64)
 			},
-			want:   summary{Phase: communityv1alpha1.PhaseWaiting, Index: -1, Reason: communityv1alpha1.ReasonInvalidSpec, Events: []string{EventInvalidSpec}},
+			want:   summary{Phase: communityv1alpha1.PhaseWaiting, Index: -1, Reason: communityv1alpha1.ReasonInvalidSpec, Events: []string{communityv1alpha1.ReasonInvalidSpec}},
 			reason: communityv1alpha1.ReasonNameTooLong, messageHas: "metadata.name",
 		},
 		"no stage at all": {
 			sbp:    testutil.MakeSBP(sbpName).UID(sbpUID).Downsync(testutil.ObjectsLabelled("app", "nginx")).Obj(),
 			setup:  func(*world) {},
-			want:   summary{Phase: communityv1alpha1.PhaseWaiting, Index: -1, Reason: communityv1alpha1.ReasonInvalidSpec, Events: []string{EventInvalidSpec}},
+			want:   summary{Phase: communityv1alpha1.PhaseWaiting, Index: -1, Reason: communityv1alpha1.ReasonInvalidSpec, Events: []string{communityv1alpha1.ReasonInvalidSpec}},
 			reason: communityv1alpha1.ReasonInvalidField, messageHas: "spec.stages",
 		},
 		"a rollout halted at its second stage stays halted with its halt message": {
@@ -72,7 +72,7 @@ func TestDecideInvalidSpec(t *testing.T) {
 				edit(w, func(s *communityv1alpha1.StagedBindingPolicySpec) { s.Stages[0].Condition = brokenCondition })
 			},
 			want: summary{Phase: communityv1alpha1.PhaseHalted, Active: "prod", Index: 1, Stages: []string{"dev=Succeeded", "prod=Halted"},
-				Reason: string(communityv1alpha1.PhaseHalted), Events: []string{EventInvalidSpec}},
+				Reason: string(communityv1alpha1.PhaseHalted), Events: []string{communityv1alpha1.ReasonInvalidSpec}},
 			reason: communityv1alpha1.ReasonInvalidExpression, messageHas: "spec.stages[0].condition",
 		},
 	}
@@ -108,7 +108,7 @@ func TestDecideFixingTheSpecResumes(t *testing.T) {
 	edit(w, func(s *communityv1alpha1.StagedBindingPolicySpec) { s.Stages[0].Condition = seedCondition })
 	d := w.step()
 	checkSummary(t, d, summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: devActive,
-		Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{EventStageActivated}, Writes: []string{"Create " + devName}, Commit: true})
+		Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{communityv1alpha1.ReasonStageActivated}, Writes: []string{"Create " + devName}, Commit: true})
 	if c := condition(t, d.Status, communityv1alpha1.ConditionInvalidSpec); c.Status != metav1.ConditionFalse {
 		t.Errorf("InvalidSpec = %+v, want False", c)
 	}
@@ -206,9 +206,9 @@ func TestDecideOneTransitionPerPass(t *testing.T) {
 		w.sbp.Status = communityv1alpha1.StagedBindingPolicyStatus{} // the commit was lost
 		d := w.step()
 		checkSummary(t, d, summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: devActive,
-			Reason: communityv1alpha1.ReasonPromoting, Events: []string{EventStageActivated}, Commit: true})
+			Reason: communityv1alpha1.ReasonPromoting, Events: []string{communityv1alpha1.ReasonStageActivated}, Commit: true})
 		checkSummary(t, w.pass(), summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: promoted,
-			Reason: communityv1alpha1.ReasonHandingOver, Events: []string{EventStageSucceeded, EventStageActivated},
+			Reason: communityv1alpha1.ReasonHandingOver, Events: []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated},
 			Writes: []string{"Create " + prodName}, Commit: true, Promotion: true})
 	})
 	t.Run("a retry whose gates hold at once", func(t *testing.T) {
@@ -222,8 +222,8 @@ func TestDecideOneTransitionPerPass(t *testing.T) {
 		w.sbp.Annotations = map[string]string{retry: "dev"}
 		d := w.step()
 		checkSummary(t, d, summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: devActive,
-			Reason: communityv1alpha1.ReasonPromoting, Events: []string{EventStageRetried}, Removals: []string{retry + "=dev"}, Commit: true})
-		if got := w.pass().Events.Reasons(); !cmp.Equal(got, []string{EventStageSucceeded, EventStageActivated}) {
+			Reason: communityv1alpha1.ReasonPromoting, Events: []string{communityv1alpha1.ReasonStageRetried}, Removals: []string{retry + "=dev"}, Commit: true})
+		if got := w.pass().Events.Reasons(); !cmp.Equal(got, []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated}) {
 			t.Errorf("the pass after the retry raised %v, want the promotion", got)
 		}
 	})
@@ -236,10 +236,10 @@ func TestDecideOneTransitionPerPass(t *testing.T) {
 		d := w.step()
 		checkSummary(t, d, summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 1,
 			Stages: []string{"qa=Skipped", "dev=Succeeded", "prod=Superseded"}, Reason: communityv1alpha1.ReasonPromoting,
-			Events: []string{EventActiveStageReplaced}, Writes: []string{"Create " + devName}, Commit: true})
+			Events: []string{communityv1alpha1.ReasonActiveStageReplaced}, Writes: []string{"Create " + devName}, Commit: true})
 		checkSummary(t, w.pass(), summary{Phase: communityv1alpha1.PhaseProgressing, Active: "production", Index: 2,
 			Stages: []string{"qa=Skipped", "dev=Succeeded", "production=Active", "prod=Superseded"}, Reason: communityv1alpha1.ReasonHandingOver,
-			Events: []string{EventStageActivated}, Writes: []string{"Create nginx.stage.production"}, Commit: true})
+			Events: []string{communityv1alpha1.ReasonStageActivated}, Writes: []string{"Create nginx.stage.production"}, Commit: true})
 	})
 }
 
@@ -253,13 +253,13 @@ func TestDecideClampsTheActiveStageIndex(t *testing.T) {
 			status: communityv1alpha1.StagedBindingPolicyStatus{ActiveStage: "gone", ActiveStageIndex: ptr.To[int32](7),
 				Stages: []communityv1alpha1.StageStatus{{Name: "dev", Result: communityv1alpha1.StageSucceeded}, {Name: "gone", Result: communityv1alpha1.StageActive}}},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: []string{"dev=Succeeded", "prod=Active"},
-				Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{EventActiveStageReplaced, EventStageActivated},
+				Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{communityv1alpha1.ReasonActiveStageReplaced, communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + prodName}, Commit: true},
 		},
 		"a vanished stage with a negative index": {
 			status: communityv1alpha1.StagedBindingPolicyStatus{ActiveStage: "gone", ActiveStageIndex: ptr.To[int32](-3)},
 			want: summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: devActive,
-				Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{EventActiveStageReplaced, EventStageActivated},
+				Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{communityv1alpha1.ReasonActiveStageReplaced, communityv1alpha1.ReasonStageActivated},
 				Writes: []string{"Create " + devName}, Commit: true},
 		},
 		"a known stage with a wrong index": {

@@ -38,7 +38,7 @@ func (p *pass) resolve() {
 	case p.st.ActiveStage == "":
 		p.active = 0
 		p.activate(0)
-		p.d.Events.Normal(EventStageActivated, actionRollout, nil, "Stage %s activated: BindingPolicy %s",
+		p.d.Events.Normal(communityv1alpha1.ReasonStageActivated, actionRollout, nil, "Stage %s activated: BindingPolicy %s",
 			p.spec.Stages[0].Name, BindingPolicyName(p.sbp.Name, p.spec.Stages[0].Name))
 		p.transitioned = true
 	case i >= 0:
@@ -127,7 +127,7 @@ func (p *pass) replaceVanished() {
 		p.transition(vanished, ResultSuperseded, e)
 	}
 	next := p.spec.Stages[i].Name
-	p.d.Events.Warning(EventActiveStageReplaced, actionRollout, nil,
+	p.d.Events.Warning(communityv1alpha1.ReasonActiveStageReplaced, actionRollout, nil,
 		"Active stage %s is no longer in the spec: stage %s at its position is active; the BindingPolicy of %s is removed once the new one is current",
 		vanished, next, vanished)
 	if e := entryOf(p.st, next); e != nil && e.Result == communityv1alpha1.StageSucceeded {
@@ -136,12 +136,12 @@ func (p *pass) replaceVanished() {
 		p.st.ActiveStage, p.st.ActiveStageIndex = next, ptr.To(int32(i))
 		p.commit()
 		if i == len(p.spec.Stages)-1 && p.old.Phase != communityv1alpha1.PhaseCompleted {
-			p.d.Events.Normal(EventRolloutCompleted, actionRollout, nil,
+			p.d.Events.Normal(communityv1alpha1.ReasonRolloutCompleted, actionRollout, nil,
 				"Stage %s, which succeeded, is now the last stage: the rollout is complete", next)
 		}
 	} else {
 		p.activate(i)
-		p.d.Events.Normal(EventStageActivated, actionRollout, nil, "Stage %s activated: BindingPolicy %s",
+		p.d.Events.Normal(communityv1alpha1.ReasonStageActivated, actionRollout, nil, "Stage %s activated: BindingPolicy %s",
 			next, BindingPolicyName(p.sbp.Name, next))
 	}
 	p.transitioned = true

@@ -30,7 +30,7 @@ func (p *pass) afterSucceeded() {
 		return
 	}
 	if p.old.Phase == communityv1alpha1.PhaseCompleted {
-		p.d.Events.Normal(EventRolloutReopened, actionRollout, nil, "Rollout reopened: stage %s follows the completed stage %s",
+		p.d.Events.Normal(communityv1alpha1.ReasonRolloutReopened, actionRollout, nil, "Rollout reopened: stage %s follows the completed stage %s",
 			p.spec.Stages[p.active+1].Name, p.spec.Stages[p.active].Name)
 	}
 	p.activateNext()
@@ -106,12 +106,12 @@ func (p *pass) promote(e *communityv1alpha1.StageStatus) {
 			AnnotationRemoval{Key: communityv1alpha1.AnnotationApproveStage, Value: v})
 	}
 	if p.active == len(p.spec.Stages)-1 {
-		p.d.Events.Normal(EventRolloutCompleted, actionRollout, nil, "Stage %s succeeded: the rollout is complete; BindingPolicy %s stays",
+		p.d.Events.Normal(communityv1alpha1.ReasonRolloutCompleted, actionRollout, nil, "Stage %s succeeded: the rollout is complete; BindingPolicy %s stays",
 			e.Name, e.BindingPolicyName)
 		p.transitioned = true
 		return
 	}
-	p.d.Events.Normal(EventStageSucceeded, actionRollout, nil, "Stage %s succeeded", e.Name)
+	p.d.Events.Normal(communityv1alpha1.ReasonStageSucceeded, actionRollout, nil, "Stage %s succeeded", e.Name)
 	p.activateNext()
 }
 
@@ -120,7 +120,7 @@ func (p *pass) activateNext() {
 	p.active++
 	name := p.spec.Stages[p.active].Name
 	p.activate(p.active)
-	p.d.Events.Normal(EventStageActivated, actionRollout, nil, "Stage %s activated: BindingPolicy %s", name,
+	p.d.Events.Normal(communityv1alpha1.ReasonStageActivated, actionRollout, nil, "Stage %s activated: BindingPolicy %s", name,
 		BindingPolicyName(p.sbp.Name, name))
 	// The BindingPolicy judged before the promotion was the previous stage's: judge the new active one's, so
 	// the committed status does not call a BindingPolicy that does not exist yet ready.
@@ -137,7 +137,7 @@ func (p *pass) halt(e *communityv1alpha1.StageStatus, reason, message string) {
 	e.Message = truncate(message)
 	p.haltReason = reason
 	p.transition(e.Name, ResultHalted, e)
-	p.d.Events.Warning(EventStageHalted, actionRollout, nil, "Stage %s halted (%s): %s; annotate %s=%s to retry",
+	p.d.Events.Warning(communityv1alpha1.ReasonStageHalted, actionRollout, nil, "Stage %s halted (%s): %s; annotate %s=%s to retry",
 		e.Name, reason, message, communityv1alpha1.AnnotationRetryStage, e.Name)
 	p.transitioned = true
 }

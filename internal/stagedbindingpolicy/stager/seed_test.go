@@ -33,7 +33,7 @@ func TestDecideSeedRolloutFromDevToProd(t *testing.T) {
 	// The new policy activates dev and creates its BindingPolicy.
 	d := w.step()
 	checkSummary(t, d, summary{Phase: communityv1alpha1.PhaseProgressing, Active: "dev", Index: 0, Stages: []string{"dev=Active"},
-		Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{EventStageActivated}, Writes: []string{"Create " + dev}, Commit: true})
+		Reason: communityv1alpha1.ReasonBindingPolicyPending, Events: []string{communityv1alpha1.ReasonStageActivated}, Writes: []string{"Create " + dev}, Commit: true})
 	bp := w.bps[dev]
 	if bp == nil {
 		t.Fatalf("no BindingPolicy %s", dev)
@@ -80,7 +80,7 @@ func TestDecideSeedRolloutFromDevToProd(t *testing.T) {
 	w.tick(time.Second)
 	d = w.step()
 	checkSummary(t, d, summary{Phase: communityv1alpha1.PhaseProgressing, Active: "prod", Index: 1, Stages: []string{"dev=Succeeded", "prod=Active"},
-		Reason: communityv1alpha1.ReasonHandingOver, Events: []string{EventStageSucceeded, EventStageActivated},
+		Reason: communityv1alpha1.ReasonHandingOver, Events: []string{communityv1alpha1.ReasonStageSucceeded, communityv1alpha1.ReasonStageActivated},
 		Writes: []string{"Create " + prod}, Commit: true, Promotion: true})
 	if got := w.bps[prod].Spec.ClusterSelectors; !cmp.Equal(got, []metav1.LabelSelector{testutil.MatchLabels("env", "prod")}) {
 		t.Errorf("prod selectors = %v", got)
@@ -112,7 +112,7 @@ func TestDecideSeedRolloutFromDevToProd(t *testing.T) {
 	w.tick(time.Second)
 	checkSummary(t, w.step(), summary{Phase: communityv1alpha1.PhaseCompleted, Active: "prod", Index: 1,
 		Stages: []string{"dev=Succeeded", "prod=Succeeded"}, Reason: string(communityv1alpha1.PhaseCompleted),
-		Events: []string{EventRolloutCompleted}, Commit: true, Promotion: true})
+		Events: []string{communityv1alpha1.ReasonRolloutCompleted}, Commit: true, Promotion: true})
 	if names := sortedKeys(w.bps); !cmp.Equal(names, []string{prod}) {
 		t.Errorf("BindingPolicies after completion = %v, want prod's only", names)
 	}

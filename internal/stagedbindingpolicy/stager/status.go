@@ -156,7 +156,7 @@ func (p *pass) setGateError(set setFunc) {
 	set(communityv1alpha1.ConditionGateError, true, p.gateErr.reason, p.gateErr.message)
 	if old := meta.FindStatusCondition(p.old.Conditions, communityv1alpha1.ConditionGateError); old == nil ||
 		old.Status != metav1.ConditionTrue || old.Message != truncate(p.gateErr.message) {
-		p.d.Events.Warning(EventGateError, actionGate, nil, "%s", p.gateErr.message)
+		p.d.Events.Warning(communityv1alpha1.ReasonGateError, actionGate, nil, "%s", p.gateErr.message)
 	}
 }
 
@@ -168,7 +168,7 @@ func (p *pass) setInvalidSpec(set setFunc) {
 	set(communityv1alpha1.ConditionInvalidSpec, true, p.invalidReason, p.message)
 	if old := meta.FindStatusCondition(p.old.Conditions, communityv1alpha1.ConditionInvalidSpec); old == nil ||
 		old.Status != metav1.ConditionTrue || old.Message != p.message {
-		p.d.Events.Warning(EventInvalidSpec, actionRollout, nil, "The spec is invalid; the rollout is frozen: %s", p.message)
+		p.d.Events.Warning(communityv1alpha1.ReasonInvalidSpec, actionRollout, nil, "The spec is invalid; the rollout is frozen: %s", p.message)
 	}
 }
 
