@@ -28,7 +28,7 @@ import (
 // the delete rule reads from the manager's cache.
 func SetupNodePoolWebhook(mgr manager.Manager) error {
 	err := webhook.RegisterKindWebhooks(mgr, func() *openyurtv1beta1.NodePool { return &openyurtv1beta1.NodePool{} },
-		NodePoolDefaulter{}, NodePoolValidator{Reader: mgr.GetCache()})
+		Defaulter{}, Validator{Reader: mgr.GetCache()})
 	if err != nil {
 		return fmt.Errorf("building the NodePool webhooks: %w", err)
 	}
@@ -37,19 +37,19 @@ func SetupNodePoolWebhook(mgr manager.Manager) error {
 
 var nodePoolGK = openyurtv1beta1.GroupVersion.WithKind("NodePool").GroupKind()
 
-// NodePoolDefaulter defaults NodePools on CREATE and UPDATE.
-type NodePoolDefaulter struct{}
+// Defaulter defaults NodePools on CREATE and UPDATE.
+type Defaulter struct{}
 
-var _ admission.Defaulter[*openyurtv1beta1.NodePool] = NodePoolDefaulter{}
+var _ admission.Defaulter[*openyurtv1beta1.NodePool] = Defaulter{}
 
 // Default sets spec.type to Edge when empty and the label nodepool.openyurt.io/type to the lower-case type.
 // An unsupported type gets no label; validation rejects it.
-func (NodePoolDefaulter) Default(_ context.Context, pool *openyurtv1beta1.NodePool) error {
+func (Defaulter) Default(_ context.Context, pool *openyurtv1beta1.NodePool) error {
 	DefaultNodePool(pool)
 	return nil
 }
 
-// DefaultNodePool applies the defaults of NodePoolDefaulter.Default to pool.
+// DefaultNodePool applies the defaults of Defaulter.Default to pool.
 func DefaultNodePool(pool *openyurtv1beta1.NodePool) {
 	if pool.Spec.Type == "" {
 		pool.Spec.Type = openyurtv1beta1.Edge
@@ -63,28 +63,28 @@ func DefaultNodePool(pool *openyurtv1beta1.NodePool) {
 	pool.Labels[openyurtv1beta1.LabelNodePoolType] = strings.ToLower(string(pool.Spec.Type))
 }
 
-// NodePoolValidator validates the spec of NodePools on CREATE and UPDATE, and refuses to delete a pool that
+// Validator validates the spec of NodePools on CREATE and UPDATE, and refuses to delete a pool that
 // still has members.
-type NodePoolValidator struct {
+type Validator struct {
 	// Reader is the manager's cache, holding the node membership index.
 	Reader client.Reader
 }
 
-var _ admission.Validator[*openyurtv1beta1.NodePool] = NodePoolValidator{}
+var _ admission.Validator[*openyurtv1beta1.NodePool] = Validator{}
 
 // ValidateCreate applies the rules of ValidateNodePool.
-func (NodePoolValidator) ValidateCreate(_ context.Context, pool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
+func (Validator) ValidateCreate(_ context.Context, pool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
 	return nil, invalid(pool, ValidateNodePool(pool, nil))
 }
 
 // ValidateUpdate applies the rules of ValidateNodePool with the immutability rules.
-func (NodePoolValidator) ValidateUpdate(_ context.Context, oldPool, newPool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
+func (Validator) ValidateUpdate(_ context.Context, oldPool, newPool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
 	return nil, invalid(newPool, ValidateNodePool(newPool, oldPool))
 }
 
 // ValidateDelete refuses the deletion of a pool with members. The members are read through the
 // membership index of the cache; if it cannot be read, the request is denied.
-func (v NodePoolValidator) ValidateDelete(ctx context.Context, pool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
+func (v Validator) ValidateDelete(ctx context.Context, pool *openyurtv1beta1.NodePool) (admission.Warnings, error) {
 	var nodes corev1.NodeList
 	err := v.Reader.List(ctx, &nodes, client.MatchingFields{membership.IndexNodeMembership: pool.Name}, client.UnsafeDisableDeepCopy)
 	if err != nil {

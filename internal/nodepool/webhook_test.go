@@ -50,7 +50,7 @@ func TestDefaultNodePool(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if err := (NodePoolDefaulter{}).Default(context.Background(), tc.in); err != nil {
+			if err := (Defaulter{}).Default(context.Background(), tc.in); err != nil {
 				t.Fatalf("Default: %v", err)
 			}
 			if tc.in.Spec.Type != tc.wantType {
@@ -223,7 +223,7 @@ func TestValidateNodePoolAccumulates(t *testing.T) {
 
 func TestNodePoolValidatorCreateUpdate(t *testing.T) {
 	ctx := context.Background()
-	v := NodePoolValidator{}
+	v := Validator{}
 	good := testutil.MakeNodePool("p").Type(openyurtv1beta1.Edge).Obj()
 	bad := testutil.MakeNodePool("p").Type(openyurtv1beta1.Edge).
 		Labels(map[string]string{"bad key": "v"}).
@@ -287,7 +287,7 @@ func TestNodePoolValidatorDelete(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.nodes...).WithInterceptorFuncs(tc.hooks)
 			b = index.WithIndexes(b, membership.Indexes())
-			_, err := NodePoolValidator{Reader: b.Build()}.ValidateDelete(context.Background(), pool)
+			_, err := Validator{Reader: b.Build()}.ValidateDelete(context.Background(), pool)
 			if tc.wantAllowed {
 				if err != nil {
 					t.Errorf("ValidateDelete = %v, want allowed", err)

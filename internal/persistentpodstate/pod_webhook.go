@@ -79,12 +79,12 @@ var podGK = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
 
 // podPersistentPodStateHandler is the pod webhook's handler.
 type podPersistentPodStateHandler struct {
-	opts    PersistentPodStateWebhookOptions
+	opts    WebhookOptions
 	decoder admission.Decoder
 }
 
 // newPodPersistentPodStateWebhook builds the pod webhook.
-func newPodPersistentPodStateWebhook(scheme *runtime.Scheme, opts PersistentPodStateWebhookOptions) *admission.Webhook {
+func newPodPersistentPodStateWebhook(scheme *runtime.Scheme, opts WebhookOptions) *admission.Webhook {
 	if opts.NodeCheckTimeout <= 0 {
 		opts.NodeCheckTimeout = DefaultNodeCheckTimeout
 	}

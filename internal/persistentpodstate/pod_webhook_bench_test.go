@@ -42,7 +42,7 @@ func BenchmarkPodWebhook5000(b *testing.B) {
 		pps.Status.PodStates[fmt.Sprintf("web-%d", i)] = kruisev1alpha1.PodState{NodeName: node,
 			NodeTopologyLabels: map[string]string{zoneLabel: "zone-a", hostLabel: node}}
 	}
-	wh := newPodPersistentPodStateWebhook(scheme.New(), PersistentPodStateWebhookOptions{
+	wh := newPodPersistentPodStateWebhook(scheme.New(), WebhookOptions{
 		Reader: listOnly{items: []kruisev1alpha1.PersistentPodState{*pps}}, SkipMissingNode: false,
 	})
 	req := podRequest(ownedPod(), "", false)

@@ -332,7 +332,7 @@ func runPodCase(t *testing.T, tc podCase) {
 		live = &liveNodes{err: errors.New("no answer from the API server")}
 	}
 	rec := &eventLog{FakeRecorder: events.NewFakeRecorder(10)}
-	wh := newPodPersistentPodStateWebhook(scheme.New(), PersistentPodStateWebhookOptions{
+	wh := newPodPersistentPodStateWebhook(scheme.New(), WebhookOptions{
 		Allowed: tc.allowed, Reader: fc.Client, APIReader: live, Recorder: rec,
 		SkipMissingNode: !tc.skipOff, NodeCheckTimeout: 20 * time.Millisecond,
 	})
@@ -380,7 +380,7 @@ func podRequest(raw []byte, namespace string, dryRun bool) admission.Request {
 
 func TestPodPersistentPodStateHandlerIgnoresOtherRequests(t *testing.T) {
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: []client.Object{recordedPPS()}, Indexes: ppsindex.Indexes()})
-	wh := newPodPersistentPodStateWebhook(scheme.New(), PersistentPodStateWebhookOptions{Reader: fc.Client})
+	wh := newPodPersistentPodStateWebhook(scheme.New(), WebhookOptions{Reader: fc.Client})
 	tests := map[string]func(*admission.Request){
 		"update":      func(r *admission.Request) { r.Operation = admissionv1.Update; r.OldObject = r.Object },
 		"subresource": func(r *admission.Request) { r.SubResource = "ephemeralcontainers" },
@@ -398,7 +398,7 @@ func TestPodPersistentPodStateHandlerIgnoresOtherRequests(t *testing.T) {
 
 func TestPodPersistentPodStateHandlerUndecodablePod(t *testing.T) {
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Indexes: ppsindex.Indexes()})
-	wh := newPodPersistentPodStateWebhook(scheme.New(), PersistentPodStateWebhookOptions{Reader: fc.Client})
+	wh := newPodPersistentPodStateWebhook(scheme.New(), WebhookOptions{Reader: fc.Client})
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0"},"spec":{"priority":"high"}}`)
 	resp := wh.Handle(context.Background(), podRequest(raw, "", false))
 	if diff := cmp.Diff([]string{"spec.priority"}, testutil.DeniedFields(t, resp)); diff != "" {

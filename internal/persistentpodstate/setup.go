@@ -248,7 +248,7 @@ func enqueueKinds(ctx context.Context, r client.Reader, out chan<- event.Generic
 }
 
 func (s *setup) webhooks(mgr manager.Manager) error {
-	return SetupPersistentPodStateWebhooks(mgr, PersistentPodStateWebhookOptions{
+	return SetupPersistentPodStateWebhooks(mgr, WebhookOptions{
 		Allowed:          func(gk schema.GroupKind) bool { return s.store.Load().Allowed(gk) },
 		Reader:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),

@@ -26,8 +26,8 @@ import (
 // DefaultNodeCheckTimeout is the budget of the live read confirming that a recorded node is gone.
 const DefaultNodeCheckTimeout = time.Second
 
-// PersistentPodStateWebhookOptions configures both PPS webhooks.
-type PersistentPodStateWebhookOptions struct {
+// WebhookOptions configures both PPS webhooks.
+type WebhookOptions struct {
 	// Allowed says whether a custom workload kind is whitelisted (a snapshot: it never does I/O). nil allows
 	// the built-in target kinds only.
 	Allowed func(schema.GroupKind) bool
@@ -48,11 +48,11 @@ type PersistentPodStateWebhookOptions struct {
 
 // SetupPersistentPodStateWebhooks registers the PersistentPodState validating webhook and the pod mutating
 // webhook that steers pods back to their recorded topology.
-func SetupPersistentPodStateWebhooks(mgr manager.Manager, opts PersistentPodStateWebhookOptions) error {
+func SetupPersistentPodStateWebhooks(mgr manager.Manager, opts WebhookOptions) error {
 	if opts.Reader == nil {
 		return errors.New("the PersistentPodState webhooks need a cache reader")
 	}
-	validator := PersistentPodStateValidator{Reader: opts.Reader, Allowed: opts.Allowed}
+	validator := Validator{Reader: opts.Reader, Allowed: opts.Allowed}
 	if err := webhook.RegisterValidatingWebhook(mgr, func() *kruisev1alpha1.PersistentPodState {
 		return &kruisev1alpha1.PersistentPodState{}
 	}, validator); err != nil {
@@ -64,20 +64,20 @@ func SetupPersistentPodStateWebhooks(mgr manager.Manager, opts PersistentPodStat
 
 var ppsGK = kruisev1alpha1.GroupVersion.WithKind("PersistentPodState").GroupKind()
 
-// PersistentPodStateValidator validates PersistentPodStates on CREATE and UPDATE with
+// Validator validates PersistentPodStates on CREATE and UPDATE with
 // kruisev1alpha1.ValidatePersistentPodState. DELETE is always allowed (and not registered).
-type PersistentPodStateValidator struct {
+type Validator struct {
 	// Reader finds the other objects targeting the same workload through the target index (the cache).
 	Reader client.Reader
 	// Allowed is the custom workload whitelist; nil allows the built-in kinds only.
 	Allowed func(schema.GroupKind) bool
 }
 
-var _ admission.Validator[*kruisev1alpha1.PersistentPodState] = PersistentPodStateValidator{}
+var _ admission.Validator[*kruisev1alpha1.PersistentPodState] = Validator{}
 
 // ValidateCreate applies every rule, including that the kind is allowed and that no other object of the
 // namespace targets the same workload.
-func (v PersistentPodStateValidator) ValidateCreate(ctx context.Context, pps *kruisev1alpha1.PersistentPodState) (
+func (v Validator) ValidateCreate(ctx context.Context, pps *kruisev1alpha1.PersistentPodState) (
 	admission.Warnings, error) {
 	if req, err := admission.RequestFromContext(ctx); err == nil && pps.Namespace == "" {
 		pps.Namespace = req.Namespace // the duplicate check compares namespaces
@@ -92,19 +92,19 @@ func (v PersistentPodStateValidator) ValidateCreate(ctx context.Context, pps *kr
 
 // ValidateUpdate applies the rules of an update: the target is immutable; its kind and uniqueness are not
 // checked again.
-func (v PersistentPodStateValidator) ValidateUpdate(_ context.Context, oldPPS, newPPS *kruisev1alpha1.PersistentPodState) (
+func (v Validator) ValidateUpdate(_ context.Context, oldPPS, newPPS *kruisev1alpha1.PersistentPodState) (
 	admission.Warnings, error) {
 	return nil, invalidPPS(newPPS, kruisev1alpha1.ValidatePersistentPodState(newPPS, oldPPS, nil, v.Allowed))
 }
 
 // ValidateDelete allows every delete.
-func (PersistentPodStateValidator) ValidateDelete(context.Context, *kruisev1alpha1.PersistentPodState) (admission.Warnings, error) {
+func (Validator) ValidateDelete(context.Context, *kruisev1alpha1.PersistentPodState) (admission.Warnings, error) {
 	return nil, nil
 }
 
 // sameTarget returns the objects of pps's namespace that target the same workload, read through the target
 // index. A target that names no workload (an unparsable apiVersion, no kind or name) has none.
-func (v PersistentPodStateValidator) sameTarget(ctx context.Context, pps *kruisev1alpha1.PersistentPodState) (
+func (v Validator) sameTarget(ctx context.Context, pps *kruisev1alpha1.PersistentPodState) (
 	[]kruisev1alpha1.PersistentPodState, error) {
 	ref := pps.Spec.TargetRef
 	gk, ok := namedTarget(ref)

@@ -61,7 +61,7 @@ func ppsValidatingHandler(t *testing.T, allowed func(schema.GroupKind) bool, hoo
 	stored ...client.Object) admission.Handler {
 	t.Helper()
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: stored, Indexes: ppsindex.Indexes(), Hooks: hooks})
-	validator := PersistentPodStateValidator{Reader: fc.Client, Allowed: allowed}
+	validator := Validator{Reader: fc.Client, Allowed: allowed}
 	w, err := webhook.NewKindWebhooks(scheme.New(), func() *kruisev1alpha1.PersistentPodState { return &kruisev1alpha1.PersistentPodState{} },
 		nil, validator)
 	if err != nil {

@@ -31,23 +31,23 @@ func SetupStagedBindingPolicyWebhook(mgr manager.Manager, cel *sbpcel.Cache) err
 	}
 	err := webhook.RegisterValidatingWebhook(mgr, func() *communityv1alpha1.StagedBindingPolicy {
 		return &communityv1alpha1.StagedBindingPolicy{}
-	}, StagedBindingPolicyValidator{CEL: cel})
+	}, Validator{CEL: cel})
 	if err != nil {
 		return fmt.Errorf("building the StagedBindingPolicy webhook: %w", err)
 	}
 	return nil
 }
 
-// StagedBindingPolicyValidator validates StagedBindingPolicies with stager.Validate, the function the
+// Validator validates StagedBindingPolicies with stager.Validate, the function the
 // controller applies too, and warns about what is allowed but likely a mistake.
-type StagedBindingPolicyValidator struct {
+type Validator struct {
 	CEL *sbpcel.Cache
 }
 
-var _ admission.Validator[*communityv1alpha1.StagedBindingPolicy] = StagedBindingPolicyValidator{}
+var _ admission.Validator[*communityv1alpha1.StagedBindingPolicy] = Validator{}
 
 // ValidateCreate applies every rule.
-func (v StagedBindingPolicyValidator) ValidateCreate(_ context.Context, sbp *communityv1alpha1.StagedBindingPolicy) (
+func (v Validator) ValidateCreate(_ context.Context, sbp *communityv1alpha1.StagedBindingPolicy) (
 	admission.Warnings, error) {
 	if errs := stager.Validate(sbp, v.CEL); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(sbpGK, sbp.Name, errs)
@@ -58,7 +58,7 @@ func (v StagedBindingPolicyValidator) ValidateCreate(_ context.Context, sbp *com
 // ValidateUpdate applies every rule when the spec changed; an update that leaves the spec as it was (an
 // annotation, a label, drover's own removal of a consumed annotation) is admitted without validating the
 // spec again, so an object admitted under older rules stays editable.
-func (v StagedBindingPolicyValidator) ValidateUpdate(_ context.Context, oldSBP, newSBP *communityv1alpha1.StagedBindingPolicy) (
+func (v Validator) ValidateUpdate(_ context.Context, oldSBP, newSBP *communityv1alpha1.StagedBindingPolicy) (
 	admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(oldSBP.Spec, newSBP.Spec) {
 		return stager.Warnings(oldSBP, newSBP, nil), nil
@@ -70,6 +70,6 @@ func (v StagedBindingPolicyValidator) ValidateUpdate(_ context.Context, oldSBP, 
 }
 
 // ValidateDelete allows every delete.
-func (StagedBindingPolicyValidator) ValidateDelete(context.Context, *communityv1alpha1.StagedBindingPolicy) (admission.Warnings, error) {
+func (Validator) ValidateDelete(context.Context, *communityv1alpha1.StagedBindingPolicy) (admission.Warnings, error) {
 	return nil, nil
 }

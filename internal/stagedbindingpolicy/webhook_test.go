@@ -53,7 +53,7 @@ func invalidFields(t *testing.T, err error, name string) []string {
 
 func TestStagedBindingPolicyValidatorCreate(t *testing.T) {
 	ctx := context.Background()
-	v := StagedBindingPolicyValidator{CEL: sbpTestCEL}
+	v := Validator{CEL: sbpTestCEL}
 	cases := map[string]struct {
 		edit       func(*communityv1alpha1.StagedBindingPolicy)
 		wantFields []string // nil: admitted
@@ -118,7 +118,7 @@ func checkWarnings(t *testing.T, got admission.Warnings, want []string) {
 
 func TestStagedBindingPolicyValidatorUpdate(t *testing.T) {
 	ctx := context.Background()
-	v := StagedBindingPolicyValidator{CEL: sbpTestCEL}
+	v := Validator{CEL: sbpTestCEL}
 	running := func(t *testing.T) *communityv1alpha1.StagedBindingPolicy {
 		sbp := seedStagedBindingPolicy(t)
 		sbp.Status.ActiveStage = "dev"
@@ -204,7 +204,7 @@ func TestStagedBindingPolicyValidatorUpdate(t *testing.T) {
 }
 
 func TestStagedBindingPolicyValidatorDelete(t *testing.T) {
-	warnings, err := StagedBindingPolicyValidator{CEL: sbpTestCEL}.ValidateDelete(context.Background(), seedStagedBindingPolicy(t))
+	warnings, err := Validator{CEL: sbpTestCEL}.ValidateDelete(context.Background(), seedStagedBindingPolicy(t))
 	if err != nil || len(warnings) != 0 {
 		t.Errorf("ValidateDelete = %v, %v; want allowed", warnings, err)
 	}
@@ -214,7 +214,7 @@ func TestStagedBindingPolicyValidatorDelete(t *testing.T) {
 // marker's path; a broken one is denied with a 422 naming the field.
 func TestStagedBindingPolicyValidatingHandler(t *testing.T) {
 	w, err := webhook.NewKindWebhooks(scheme.New(), func() *communityv1alpha1.StagedBindingPolicy { return &communityv1alpha1.StagedBindingPolicy{} },
-		nil, StagedBindingPolicyValidator{CEL: sbpTestCEL})
+		nil, Validator{CEL: sbpTestCEL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 // SetupTAppWebhook registers the TApp defaulting and validating webhooks (docs/tapp.md, Admission).
 func SetupTAppWebhook(mgr manager.Manager) error {
 	// The manager's client reads from the cache but writes to the API server: the dry runs reach it.
-	err := webhook.RegisterKindWebhooks(mgr, func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, TAppDefaulter{},
-		TAppValidator{DryRun: mgr.GetClient()})
+	err := webhook.RegisterKindWebhooks(mgr, func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, Defaulter{},
+		Validator{DryRun: mgr.GetClient()})
 	if err != nil {
 		return fmt.Errorf("building the TApp webhooks: %w", err)
 	}
@@ -32,14 +32,14 @@ func SetupTAppWebhook(mgr manager.Manager) error {
 
 var tappGK = tkestackv1.GroupVersion.WithKind("TApp").GroupKind()
 
-// TAppDefaulter defaults TApps on CREATE and UPDATE.
-type TAppDefaulter struct{}
+// Defaulter defaults TApps on CREATE and UPDATE.
+type Defaulter struct{}
 
-var _ admission.Defaulter[*tkestackv1.TApp] = TAppDefaulter{}
+var _ admission.Defaulter[*tkestackv1.TApp] = Defaulter{}
 
 // Default applies DefaultTApp. On UPDATE the stored object is read from the admission request in ctx, for the
 // selector.
-func (TAppDefaulter) Default(ctx context.Context, app *tkestackv1.TApp) error {
+func (Defaulter) Default(ctx context.Context, app *tkestackv1.TApp) error {
 	DefaultTApp(app, oldTApp(ctx))
 	return nil
 }
@@ -101,32 +101,32 @@ func DefaultTApp(app, old *tkestackv1.TApp) {
 	}
 }
 
-// TAppValidator validates TApps on CREATE and UPDATE. DELETE is always allowed (and not registered).
-type TAppValidator struct {
+// Validator validates TApps on CREATE and UPDATE. DELETE is always allowed (and not registered).
+type Validator struct {
 	// DryRun sends the server-side dry-run creates of the templates' pods (tapp_webhook_dryrun.go). Its writes
 	// must reach the API server, never a cache; the manager's client does that. Nil skips the dry run.
 	DryRun client.Writer
 }
 
-var _ admission.Validator[*tkestackv1.TApp] = TAppValidator{}
+var _ admission.Validator[*tkestackv1.TApp] = Validator{}
 
 // ValidateCreate applies every validation rule (ValidateTApp) and the dry run of every template.
-func (v TAppValidator) ValidateCreate(ctx context.Context, app *tkestackv1.TApp) (admission.Warnings, error) {
+func (v Validator) ValidateCreate(ctx context.Context, app *tkestackv1.TApp) (admission.Warnings, error) {
 	errs := ValidateTApp(app, nil)
 	dryErrs, dryWarnings := v.dryRunTemplates(ctx, app, nil, errs)
-	return append(TAppWarnings(app), dryWarnings...), invalidTApp(app, append(errs, dryErrs...))
+	return append(Warnings(app), dryWarnings...), invalidTApp(app, append(errs, dryErrs...))
 }
 
 // ValidateUpdate applies every validation rule, ratcheted, selector immutability (ValidateTApp) and the dry
 // run of the templates that changed.
-func (v TAppValidator) ValidateUpdate(ctx context.Context, oldApp, newApp *tkestackv1.TApp) (admission.Warnings, error) {
+func (v Validator) ValidateUpdate(ctx context.Context, oldApp, newApp *tkestackv1.TApp) (admission.Warnings, error) {
 	errs := ValidateTApp(newApp, oldApp)
 	dryErrs, dryWarnings := v.dryRunTemplates(ctx, newApp, oldApp, errs)
-	return append(TAppWarnings(newApp), dryWarnings...), invalidTApp(newApp, append(errs, dryErrs...))
+	return append(Warnings(newApp), dryWarnings...), invalidTApp(newApp, append(errs, dryErrs...))
 }
 
 // ValidateDelete allows every delete.
-func (TAppValidator) ValidateDelete(context.Context, *tkestackv1.TApp) (admission.Warnings, error) {
+func (Validator) ValidateDelete(context.Context, *tkestackv1.TApp) (admission.Warnings, error) {
 	return nil, nil
 }
 

@@ -54,7 +54,7 @@ type tappDryRun struct {
 //
 // oldApp is nil on CREATE. On UPDATE only the templates that are new or changed are sent, so a TApp stored
 // before keeps being editable (ratcheting, as with drover's other rules).
-func (v TAppValidator) dryRunTemplates(ctx context.Context, app, oldApp *tkestackv1.TApp,
+func (v Validator) dryRunTemplates(ctx context.Context, app, oldApp *tkestackv1.TApp,
 	errs field.ErrorList) (field.ErrorList, admission.Warnings) {
 	if v.DryRun == nil {
 		return nil, nil

@@ -26,7 +26,7 @@ func invalidPod(errs ...*field.Error) error {
 
 // validateTApp runs the TApp validator with the dry runs answered by d; old is nil for CREATE.
 func validateTApp(d *testutil.DryRuns[*corev1.Pod], old, app *tkestackv1.TApp) (warnings []string, err error) {
-	v := TAppValidator{DryRun: d.Client()}
+	v := Validator{DryRun: d.Client()}
 	if old == nil {
 		return v.ValidateCreate(context.Background(), app)
 	}
@@ -278,7 +278,7 @@ func TestTAppDryRunServiceNameErrorsAreNotRepeated(t *testing.T) {
 }
 
 func TestTAppDryRunOff(t *testing.T) {
-	if _, err := (TAppValidator{}).ValidateCreate(context.Background(), makeTApp(func(a *tkestackv1.TApp) {
+	if _, err := (Validator{}).ValidateCreate(context.Background(), makeTApp(func(a *tkestackv1.TApp) {
 		a.Spec.Template.Spec.Containers[0].Image = ""
 	})); err != nil {
 		t.Errorf("validate without a dry-run client = %v, want allowed", err)

@@ -158,7 +158,7 @@ func tappRequest(op admissionv1.Operation, raw, oldRaw []byte) admission.Request
 
 // tappHandlers returns the mutating and validating handlers as SetupTAppWebhook registers them.
 func tappHandlers() (mutating, validating admission.Handler) {
-	w, err := webhook.NewKindWebhooks(scheme.New(), func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, TAppDefaulter{}, TAppValidator{})
+	w, err := webhook.NewKindWebhooks(scheme.New(), func() *tkestackv1.TApp { return &tkestackv1.TApp{} }, Defaulter{}, Validator{})
 	if err != nil {
 		panic(err)
 	}

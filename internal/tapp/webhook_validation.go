@@ -215,9 +215,9 @@ func validateServiceName(app *tkestackv1.TApp, path *field.Path) field.ErrorList
 	return errs
 }
 
-// TAppWarnings returns the admission warnings: a pool template named "default" (never used), and
+// Warnings returns the admission warnings: a pool template named "default" (never used), and
 // templates that set the labels drover sets on every pod itself.
-func TAppWarnings(app *tkestackv1.TApp) admission.Warnings {
+func Warnings(app *tkestackv1.TApp) admission.Warnings {
 	var warnings admission.Warnings
 	labelWarnings := func(t *corev1.PodTemplateSpec, p *field.Path) {
 		for _, k := range sortedKeys(t.Labels) {

@@ -328,7 +328,7 @@ func TestValidateTAppAccumulates(t *testing.T) {
 		"spec.replicas", "spec.templates[3]", "spec.statuses[1]", "spec.updateStrategy.maxUnavailable",
 		"spec.updateStrategy.forceUpdate.maxUnavailable", "spec.serviceName",
 	}
-	_, err := TAppValidator{}.ValidateCreate(context.Background(), app)
+	_, err := Validator{}.ValidateCreate(context.Background(), app)
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("error = %v, want a 422 Invalid", err)
 	}
@@ -437,7 +437,7 @@ func TestTAppWarnings(t *testing.T) {
 		a.Spec.TemplatePool["canary"].Labels[tkestackv1.TAppHashKey] = "h"
 		a.Spec.TemplatePool["canary"].Labels[tkestackv1.TAppUniqHashKey] = "u"
 	})
-	got := TAppWarnings(app)
+	got := Warnings(app)
 	want := []string{
 		"spec.template.metadata.labels[tapp_instance_key]: drover sets this label on every pod; the template's value is replaced",
 		"spec.templatePool[canary].metadata.labels[tapp_template_hash_key]: drover sets this label on every pod; the template's value is replaced",
@@ -447,11 +447,11 @@ func TestTAppWarnings(t *testing.T) {
 	if diff := cmp.Diff(want, []string(got)); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	if w := TAppWarnings(makeTApp()); len(w) != 0 {
+	if w := Warnings(makeTApp()); len(w) != 0 {
 		t.Errorf("warnings for a plain TApp: %v", w)
 	}
 	// Warnings come with the validation result, also when the object is valid.
-	w, err := TAppValidator{}.ValidateUpdate(context.Background(), app, app)
+	w, err := Validator{}.ValidateUpdate(context.Background(), app, app)
 	if err != nil || len(w) != len(want) {
 		t.Errorf("ValidateUpdate = %v, %v; want %d warnings and no error", w, err, len(want))
 	}
@@ -459,7 +459,7 @@ func TestTAppWarnings(t *testing.T) {
 
 func TestTAppValidatorDelete(t *testing.T) {
 	bad := makeTApp(func(a *tkestackv1.TApp) { a.Spec.Replicas = -1 })
-	if w, err := (TAppValidator{}).ValidateDelete(context.Background(), bad); err != nil || w != nil {
+	if w, err := (Validator{}).ValidateDelete(context.Background(), bad); err != nil || w != nil {
 		t.Errorf("ValidateDelete = %v, %v; want allowed", w, err)
 	}
 }
