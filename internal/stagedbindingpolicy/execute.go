@@ -118,6 +118,8 @@ func (r *Reconciler) delete(ctx context.Context, del stager.Delete) (written, er
 
 // removeAnnotation removes a consumed approve or retry annotation with a JSON patch that first tests its
 // value, so a newer value someone set meanwhile is never clobbered (the test fails and nothing changes).
+// sbp is the pass's own copy: the patch leaves it as the API server returned it, with the resourceVersion
+// the pass's status write then needs.
 func (r *Reconciler) removeAnnotation(ctx context.Context, sbp *communityv1alpha1.StagedBindingPolicy, rm stager.AnnotationRemoval) error {
 	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(rm.Key)
 	ops := []map[string]any{
@@ -128,7 +130,7 @@ func (r *Reconciler) removeAnnotation(ctx context.Context, sbp *communityv1alpha
 	if err != nil {
 		return fmt.Errorf("encoding the removal of annotation %s: %w", rm.Key, err)
 	}
-	err = r.Client.Patch(ctx, sbp.DeepCopy(), client.RawPatch(types.JSONPatchType, body))
+	err = r.Client.Patch(ctx, sbp, client.RawPatch(types.JSONPatchType, body))
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
 		return nil // removed, or changed meanwhile (the test failed): the newer value stands
 	}

@@ -93,6 +93,11 @@ func (r *Reconciler) run(ctx context.Context, sbp *communityv1alpha1.StagedBindi
 			sbpmetrics.PromotionLatency.Observe(r.Clock.Since(start).Seconds())
 		}
 	}
+	if len(d.AnnotationRemovals) > 0 {
+		// Removing an annotation advances the policy's resourceVersion: the status write below must carry the
+		// new one (removeAnnotation patches this copy), or it would conflict with drover's own patch.
+		sbp = sbp.DeepCopy()
+	}
 	if len(d.Writes)+len(d.Deletes)+len(d.AnnotationRemovals) > 0 {
 		if committed || r.fresh(ctx, sbp) {
 			r.execute(ctx, sbp, d, &d.Events, o) // the BindingPolicy events follow the decision's
