@@ -17,7 +17,7 @@ import (
 )
 
 // defaultNodeWriteConcurrency bounds the node patches of one pass in flight when
-// Reconciler.NodeWriteConcurrency is not set.
+// Config.NodeWriteConcurrency is not set.
 const defaultNodeWriteConcurrency = 8
 
 // observation is what one reconcile reads from the cache. The nodes are shared with the cache: never modify
@@ -119,11 +119,7 @@ type patchOutcome struct {
 
 // patchNodes writes the changes, at most NodeWriteConcurrency at a time; every change is attempted.
 func (r *Reconciler) patchNodes(ctx context.Context, changes []nodeChange) []patchOutcome {
-	limit := r.NodeWriteConcurrency
-	if limit <= 0 {
-		limit = defaultNodeWriteConcurrency
-	}
-	attempts := kit.Run(ctx, kit.Executor{Max: limit}, changes, func(ctx context.Context, c nodeChange) (patchOutcome, error) {
+	attempts := kit.Run(ctx, kit.Executor{Max: r.cfg.NodeWriteConcurrency}, changes, func(ctx context.Context, c nodeChange) (patchOutcome, error) {
 		return r.patchNode(ctx, c), nil
 	})
 	out := make([]patchOutcome, len(changes))
@@ -143,7 +139,7 @@ func (r *Reconciler) patchNodes(ctx context.Context, changes []nodeChange) []pat
 func (r *Reconciler) patchNode(ctx context.Context, c nodeChange) patchOutcome {
 	target := c.target.DeepCopy()
 	patch := client.MergeFromWithOptions(c.base, client.MergeFromWithOptimisticLock{})
-	err := r.Client.Patch(ctx, target, patch)
+	err := r.cfg.Client.Patch(ctx, target, patch)
 	switch {
 	case err == nil:
 		log := ctrl.LoggerFrom(ctx)
@@ -163,7 +159,7 @@ func (r *Reconciler) patchNode(ctx context.Context, c nodeChange) patchOutcome {
 // listNodes lists nodes from the cache by one index key. The nodes are shared with the cache.
 func (r *Reconciler) listNodes(ctx context.Context, index, value string) ([]*corev1.Node, error) {
 	var list corev1.NodeList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{index: value}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.cfg.Client.List(ctx, &list, client.MatchingFields{index: value}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes by %s=%s: %w", index, value, err)
 	}
 	nodes := make([]*corev1.Node, 0, len(list.Items))

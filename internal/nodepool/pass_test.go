@@ -141,7 +141,7 @@ func TestReconcileEventsAfterStatus(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
 	})
-	f.r.Recorder = orderRecorder{EventRecorder: f.r.Recorder, log: log}
+	f.reconfigure(func(c *Config) { c.Recorder = orderRecorder{EventRecorder: c.Recorder, log: log} })
 
 	if _, err := f.reconcile(t, "p"); err == nil {
 		t.Fatal("Reconcile: no error, want the failed patch of node failing")

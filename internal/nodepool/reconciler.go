@@ -3,7 +3,6 @@ package nodepool
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,23 +20,35 @@ import (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler reconciles one NodePool: nodes asking to join it get its membership label, its members get its
-// attributes, nodes that left a pool lose the attributes drover wrote on them, and its status counts its
-// members.
-type Reconciler struct {
+// Config holds what a Reconciler needs.
+type Config struct {
 	// Client reads from the manager's cache, with the indexes of membership.Indexes.
 	Client client.Client
 	// Recorder emits events.k8s.io events.
 	Recorder events.EventRecorder
 	// SyncNodeAttributes propagates pool labels, annotations and taints to members and strips them from nodes
-	// that left a pool.
+	// that left a pool (--nodepool-sync-node-attributes).
 	SyncNodeAttributes bool
-	// NodeWriteConcurrency bounds the node patches of one pass in flight (8 when not positive).
+	// NodeWriteConcurrency bounds the node patches of one pass in flight (--nodepool-node-write-concurrency;
+	// defaultNodeWriteConcurrency when not positive).
 	NodeWriteConcurrency int
-	// Backoff spaces the retries of pools whose writes lose races; a fresh one when nil.
-	Backoff *kit.Backoff
+}
 
-	initBackoff sync.Once
+// Reconciler reconciles one NodePool: nodes asking to join it get its membership label, its members get its
+// attributes, nodes that left a pool lose the attributes drover wrote on them, and its status counts its
+// members.
+type Reconciler struct {
+	cfg Config
+	// backoff spaces the retries of pools whose writes lose races.
+	backoff *kit.Backoff
+}
+
+// NewReconciler returns a Reconciler with its defaults filled and its conflict backoff.
+func NewReconciler(cfg Config) *Reconciler {
+	if cfg.NodeWriteConcurrency <= 0 {
+		cfg.NodeWriteConcurrency = defaultNodeWriteConcurrency
+	}
+	return &Reconciler{cfg: cfg, backoff: kit.NewBackoff()}
 }
 
 // pass is what one reconcile comes to: its outcome and the events it emits once its writes are done.
@@ -58,23 +69,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		r.reconcilePool(ctx, pool, &p)
 	}
-	return r.backoff().Result(req.NamespacedName, &p.out)
-}
-
-// backoff returns the conflict backoff, creating it at first use.
-func (r *Reconciler) backoff() *kit.Backoff {
-	r.initBackoff.Do(func() {
-		if r.Backoff == nil {
-			r.Backoff = kit.NewBackoff()
-		}
-	})
-	return r.Backoff
+	return r.backoff.Result(req.NamespacedName, &p.out)
 }
 
 // getPool reads the pool from the cache; nil means it does not exist.
 func (r *Reconciler) getPool(ctx context.Context, name string) (*openyurtv1beta1.NodePool, error) {
 	pool := &openyurtv1beta1.NodePool{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
+	if err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -91,13 +92,13 @@ func (r *Reconciler) reconcilePool(ctx context.Context, pool *openyurtv1beta1.No
 		p.out.Error(err)
 		return
 	}
-	changes := planNodeChanges(pool, obs, r.SyncNodeAttributes)
+	changes := planNodeChanges(pool, obs, r.cfg.SyncNodeAttributes)
 	outcomes := r.patchNodes(ctx, changes)
 	p.recordPatches(pool, changes, outcomes)
 
 	status := ComputeStatus(membersAfter(obs.members, changes, outcomes))
-	_, err = p.events.EmitAfter(r.Recorder, pool, func() (bool, error) {
-		return kit.WriteStatus(ctx, r.Client, pool, poolStatus, &status, statusEqual)
+	_, err = p.events.EmitAfter(r.cfg.Recorder, pool, func() (bool, error) {
+		return kit.WriteStatus(ctx, r.cfg.Client, pool, poolStatus, &status, statusEqual)
 	})
 	p.out.Error(err)
 }
@@ -123,7 +124,7 @@ func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string, p *p
 			"NodePool %s named by label %s does not exist; the node joins it once it is created",
 			name, openyurtv1beta1.LabelDesiredNodePool)
 	}
-	p.events.Emit(r.Recorder, nil) // each event names its node
+	p.events.Emit(r.cfg.Recorder, nil) // each event names its node
 }
 
 // membersAfter returns the pool's members once the changes are written: the observed members plus the nodes

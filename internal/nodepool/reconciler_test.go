@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/nodepool/membership"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,6 +28,7 @@ import (
 // fixture is a Reconciler on the shared fake client: the production indexes, every write counted.
 type fixture struct {
 	r      *Reconciler
+	cfg    Config
 	fake   *testutil.FakeClient
 	events *events.FakeRecorder
 }
@@ -43,10 +43,15 @@ func newFixture(t *testing.T, sync bool, objs []client.Object, hooks interceptor
 		Hooks:             hooks,
 	})
 	rec := events.NewFakeRecorder(100)
-	return &fixture{
-		r:    &Reconciler{Client: fc.Client, Recorder: rec, SyncNodeAttributes: sync, Backoff: kit.NewBackoff()},
-		fake: fc, events: rec,
-	}
+	cfg := Config{Client: fc.Client, Recorder: rec, SyncNodeAttributes: sync}
+	return &fixture{r: NewReconciler(cfg), cfg: cfg, fake: fc, events: rec}
+}
+
+// reconfigure rebuilds the reconciler with the fixture's configuration changed by edit; a test calls it
+// before its first pass.
+func (f *fixture) reconfigure(edit func(*Config)) {
+	edit(&f.cfg)
+	f.r = NewReconciler(f.cfg)
 }
 
 func (f *fixture) reconcile(t *testing.T, pool string) (ctrl.Result, error) {
@@ -400,7 +405,7 @@ func testPatchesInParallelBounded(t *testing.T, set, limit int) {
 	g := newPatchGate(limit, total)
 	defer g.stop()
 	f := newFixture(t, true, objs, interceptor.Funcs{Patch: g.patch})
-	f.r.NodeWriteConcurrency = set
+	f.reconfigure(func(c *Config) { c.NodeWriteConcurrency = set })
 	if _, err := f.reconcile(t, "p"); err != nil {
 		t.Fatalf("Reconcile: %v", err)
 	}

@@ -75,13 +75,12 @@ func Controller() *kit.Controller {
 // Setup registers the NodePool controller with the manager; the indexes of membership.Indexes must be
 // registered. The controller runs on the leader only (controller-runtime's default).
 func Setup(_ context.Context, mgr manager.Manager, opts Options) error {
-	r := &Reconciler{
+	r := NewReconciler(Config{
 		Client:               mgr.GetClient(),
 		Recorder:             mgr.GetEventRecorder("drover-" + ControllerName),
 		SyncNodeAttributes:   opts.SyncNodeAttributes,
 		NodeWriteConcurrency: opts.NodeWriteConcurrency,
-		Backoff:              kit.NewBackoff(),
-	}
+	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&openyurtv1beta1.NodePool{}, builder.WithPredicates(poolPredicate())).

@@ -134,6 +134,7 @@ func (r *recorder) takeRegarding() []string {
 type fixture struct {
 	fc  *testutil.FakeClient
 	r   *Reconciler
+	cfg Config
 	rec *recorder
 	wl  *whitelist.Snapshot // the whitelist the reconciler and its finder read; a test may replace it
 }
@@ -161,10 +162,18 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		o.sizeLimit = 1_400_000
 	}
 	snap := func() *whitelist.Snapshot { return f.wl }
-	f.r = NewReconciler(Reconciler{Client: fc.Client,
+	f.cfg = Config{Client: fc.Client,
 		Finder:    &Finder{Reader: fc.Client, Whitelist: snap, Watcher: o.watcher, SyncTimeout: 100 * time.Millisecond},
-		Whitelist: snap, Recorder: f.rec, SizeLimit: o.sizeLimit, RetryInterval: retryInterval})
+		Whitelist: snap, Recorder: f.rec, SizeLimit: o.sizeLimit, RetryInterval: retryInterval}
+	f.r = NewReconciler(f.cfg)
 	return f
+}
+
+// reconfigure rebuilds the reconciler with the fixture's configuration changed by edit; a test calls it
+// before its first pass.
+func (f *fixture) reconfigure(edit func(*Config)) {
+	edit(&f.cfg)
+	f.r = NewReconciler(f.cfg)
 }
 
 func (f *fixture) reconcile(t *testing.T, name string) (ctrl.Result, error) {

@@ -40,18 +40,25 @@ func (k WorkloadKey) GroupKind() schema.GroupKind {
 // workload owns (a controller ownerReference with the workload's UID), and of that only the fields the
 // annotations describe: a retention policy or other fields set by hand survive regeneration.
 type Generator struct {
-	Client    client.Client
-	Finder    *Finder
-	Whitelist func() *whitelist.Snapshot
-	Recorder  events.EventRecorder
-
+	cfg     GeneratorConfig
 	backoff *kit.Backoff
 }
 
+// GeneratorConfig holds what a Generator needs.
+type GeneratorConfig struct {
+	// Client reads from the cache and writes to the API server.
+	Client client.Client
+	// Finder reads workloads (shared with the PersistentPodState controller).
+	Finder *Finder
+	// Whitelist returns the current custom-workload whitelist (the ConfigMap's latest snapshot).
+	Whitelist func() *whitelist.Snapshot
+	// Recorder emits events.k8s.io events on workloads.
+	Recorder events.EventRecorder
+}
+
 // NewGenerator returns a Generator with its conflict backoff.
-func NewGenerator(g Generator) *Generator {
-	g.backoff = kit.NewBackoff()
-	return &g
+func NewGenerator(cfg GeneratorConfig) *Generator {
+	return &Generator{cfg: cfg, backoff: kit.NewBackoff()}
 }
 
 // nn is the key of a workload in the conflict backoff.
@@ -62,10 +69,10 @@ func (k WorkloadKey) nn() types.NamespacedName {
 // Reconcile brings the generated PPS of one workload in line with its annotations.
 func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result, error) {
 	gk := key.GroupKind()
-	if !Supported(g.Whitelist(), gk) {
+	if !Supported(g.cfg.Whitelist(), gk) {
 		return ctrl.Result{}, nil
 	}
-	w, err := g.Finder.Find(ctx, key.Namespace, gk, key.Name, "")
+	w, err := g.cfg.Finder.Find(ctx, key.Namespace, gk, key.Name, "")
 	if asUnavailable(err) != nil {
 		return ctrl.Result{}, nil // the PPS controller reports it on the PPS; a watch brings the workload back
 	}
@@ -74,13 +81,13 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 	}
 	desired, problem := DesiredPPS(w.Object, w.APIVersion, w.GK.Kind)
 	existing := &kruisev1alpha1.PersistentPodState{}
-	err = g.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, existing)
+	err = g.cfg.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, existing)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("reading PersistentPodState %s/%s: %w", key.Namespace, key.Name, err)
 	}
 	found := err == nil
 	var ev kit.Events
-	defer ev.Emit(g.Recorder, w.Object)
+	defer ev.Emit(g.cfg.Recorder, w.Object)
 	if problem != "" {
 		ev.Warning(kruisev1alpha1.ReasonInvalidPersistentPodStateAnnotations, generatorEventsAction, nil, "%s", problem)
 	}
@@ -125,7 +132,7 @@ func (g *Generator) result(key WorkloadKey, err error) (ctrl.Result, error) {
 }
 
 func (g *Generator) create(ctx context.Context, desired *kruisev1alpha1.PersistentPodState, ev *kit.Events) error {
-	if err := g.Client.Create(ctx, desired); err != nil {
+	if err := g.cfg.Client.Create(ctx, desired); err != nil {
 		if kit.Harmless(err) {
 			return nil
 		}
@@ -144,7 +151,7 @@ func (g *Generator) update(ctx context.Context, existing, desired *kruisev1alpha
 	}
 	updated := existing.DeepCopy()
 	setManaged(updated, desired)
-	if err := g.Client.Update(ctx, updated); err != nil {
+	if err := g.cfg.Client.Update(ctx, updated); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return errLostRace
 		}
@@ -156,7 +163,7 @@ func (g *Generator) update(ctx context.Context, existing, desired *kruisev1alpha
 
 func (g *Generator) delete(ctx context.Context, existing *kruisev1alpha1.PersistentPodState, ev *kit.Events) error {
 	// The UID precondition makes sure the object deleted is the one whose ownership was checked.
-	err := g.Client.Delete(ctx, existing, client.Preconditions{UID: ptr.To(existing.UID), ResourceVersion: ptr.To(existing.ResourceVersion)})
+	err := g.cfg.Client.Delete(ctx, existing, client.Preconditions{UID: ptr.To(existing.UID), ResourceVersion: ptr.To(existing.ResourceVersion)})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil

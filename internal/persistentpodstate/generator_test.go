@@ -34,9 +34,10 @@ var stsKey = WorkloadKey{Group: "apps", Kind: "StatefulSet", Namespace: testNS, 
 
 // genFixture is a Generator over the shared fake client; KVStore is whitelisted and watched.
 type genFixture struct {
-	fc  *testutil.FakeClient
-	g   *Generator
-	rec *recorder
+	fc     *testutil.FakeClient
+	g      *Generator
+	finder *Finder
+	rec    *recorder
 }
 
 func newGenFixture(t *testing.T, objs ...client.Object) *genFixture {
@@ -52,7 +53,8 @@ func newGenFixtureWithHooks(t *testing.T, hooks interceptor.Funcs, objs ...clien
 	wl := func() *whitelist.Snapshot { return snap }
 	rec := newRecorder()
 	finder := &Finder{Reader: fc.Client, Whitelist: wl, Watcher: watcherWith(true, kvGVK), SyncTimeout: 100 * time.Millisecond}
-	return &genFixture{fc: fc, rec: rec, g: NewGenerator(Generator{Client: fc.Client, Finder: finder, Whitelist: wl, Recorder: rec})}
+	g := NewGenerator(GeneratorConfig{Client: fc.Client, Finder: finder, Whitelist: wl, Recorder: rec})
+	return &genFixture{fc: fc, rec: rec, g: g, finder: finder}
 }
 
 func (f *genFixture) reconcile(t *testing.T, key WorkloadKey) {
@@ -325,7 +327,7 @@ func TestGeneratorSkips(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newGenFixture(t, tc.objs...)
 			if tc.watcher != nil {
-				f.g.Finder.Watcher = tc.watcher
+				f.finder.Watcher = tc.watcher
 			}
 			f.reconcile(t, tc.key)
 			if got := f.fc.Writes.Take(); len(got) != 0 {

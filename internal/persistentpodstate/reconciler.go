@@ -26,25 +26,34 @@ const TooLargeRetry = 10 * time.Minute
 // (a node created a moment ago): no event about the pod would bring it back.
 const NodeMissRetry = 5 * time.Second
 
+// Config holds what a Reconciler needs.
+type Config struct {
+	// Client reads from the cache and writes to the API server.
+	Client client.Client
+	// Finder reads target workloads (shared with the generator).
+	Finder *Finder
+	// Whitelist returns the current custom-workload whitelist (the ConfigMap's latest snapshot).
+	Whitelist func() *whitelist.Snapshot
+	// Recorder emits events.k8s.io events on PersistentPodStates.
+	Recorder events.EventRecorder
+	// SizeLimit is the size budget of a status in bytes (--pps-status-size-limit).
+	SizeLimit int
+	// RetryInterval is when a pass runs again after the target was unavailable (--pps-kind-retry-interval).
+	RetryInterval time.Duration
+}
+
 // Reconciler keeps status.podStates of each PersistentPodState: where each pod of its target last ran,
 // and the persisted annotations (docs/design/persistentpodstate.md, Controller).
 type Reconciler struct {
-	Client        client.Client // reads from the cache, writes to the API server
-	Finder        *Finder
-	Whitelist     func() *whitelist.Snapshot
-	Recorder      events.EventRecorder
-	SizeLimit     int
-	RetryInterval time.Duration
-
+	cfg     Config
 	inLife  *inLife
 	backoff *kit.Backoff
 	once    *onceSet
 }
 
 // NewReconciler returns a Reconciler with its in-memory state.
-func NewReconciler(r Reconciler) *Reconciler {
-	r.inLife, r.backoff, r.once = newInLife(), kit.NewBackoff(), newOnceSet()
-	return &r
+func NewReconciler(cfg Config) *Reconciler {
+	return &Reconciler{cfg: cfg, inLife: newInLife(), backoff: kit.NewBackoff(), once: newOnceSet()}
 }
 
 // pass is what one reconcile learned and decided.
@@ -78,7 +87,7 @@ func (p *pass) report(once *onceSet, problem string, active bool) bool {
 // if it changed; emit events after the write.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pps := &kruisev1alpha1.PersistentPodState{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pps); err != nil {
+	if err := r.cfg.Client.Get(ctx, req.NamespacedName, pps); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.backoff.Forget(req.NamespacedName)
 			r.once.forgetOwner(req.String())
@@ -94,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.decide(p)
-	wrote, err := p.events.EmitAfter(r.Recorder, pps, func() (bool, error) { return r.writeStatus(ctx, p, &out) })
+	wrote, err := p.events.EmitAfter(r.cfg.Recorder, pps, func() (bool, error) { return r.writeStatus(ctx, p, &out) })
 	if err == nil {
 		r.once.commit(ownerKey(pps), p.reported)
 		r.once.prune(ownerKey(pps), mismatchPrefix, func(rest string) bool { return p.podUIDs[types.UID(strings.Split(rest, "/")[0])] })
@@ -103,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if p.unavailable != nil {
-		out.RequeueAfter(r.RetryInterval)
+		out.RequeueAfter(r.cfg.RetryInterval)
 	}
 	if len(p.result.Skipped) > 0 {
 		out.RequeueAfter(NodeMissRetry) // a Ready pod on a node the cache does not show yet
@@ -115,12 +124,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	pps := p.pps
 	gk, err := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef)
-	if err != nil || !Supported(r.Whitelist(), gk) {
+	if err != nil || !Supported(r.cfg.Whitelist(), gk) {
 		p.unavailable = &UnavailableError{Reason: ReasonKindNotAllowed,
 			Message: "the target is neither a built-in kind (StatefulSet, Advanced StatefulSet, TApp) nor in the custom-workload whitelist"}
 		return nil //nolint:nilerr // an unusable target is a condition on the PPS, not a failed pass
 	}
-	w, err := r.Finder.Find(ctx, pps.Namespace, gk, pps.Spec.TargetRef.Name, "")
+	w, err := r.cfg.Finder.Find(ctx, pps.Namespace, gk, pps.Spec.TargetRef.Name, "")
 	if p.unavailable = asUnavailable(err); p.unavailable != nil {
 		return nil //nolint:nilerr // an unavailable target is a condition on the PPS, retried after RetryInterval
 	}
@@ -135,7 +144,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 		target = &core.Target{UID: w.UID, Deleting: w.Deleting, Replicas: w.Replicas, Ordinals: w.Ordinals}
 		r.workloadWarnings(ctx, p)
 		if !w.Deleting {
-			if pods, err = ppsindex.ControlledPods(ctx, r.Client, pps.Namespace, w.UID); err != nil {
+			if pods, err = ppsindex.ControlledPods(ctx, r.cfg.Client, pps.Namespace, w.UID); err != nil {
 				return err
 			}
 		}
@@ -153,7 +162,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 func (r *Reconciler) nodeLabels(ctx context.Context) func(string) (map[string]string, bool) {
 	return func(name string) (map[string]string, bool) {
 		node := &corev1.Node{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+		if err := r.cfg.Client.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 			return nil, false
 		}
 		return node.Labels, true
@@ -164,7 +173,7 @@ func (r *Reconciler) nodeLabels(ctx context.Context) func(string) (map[string]st
 // targets (admission refuses that, but can be bypassed): both are reconciled, the oldest steers pods.
 func (r *Reconciler) checkDuplicates(ctx context.Context, p *pass) {
 	gk, _ := kruisev1alpha1.TargetGroupKind(p.pps.Spec.TargetRef)
-	list, err := ppsindex.ForTarget(ctx, r.Client, p.pps.Namespace, gk, p.pps.Spec.TargetRef.Name)
+	list, err := ppsindex.ForTarget(ctx, r.cfg.Client, p.pps.Namespace, gk, p.pps.Spec.TargetRef.Name)
 	if err != nil {
 		return
 	}

@@ -182,7 +182,7 @@ func (s *setup) run(ctx context.Context, mgr manager.Manager) error {
 // the whitelist or the watches change.
 func (s *setup) buildController(mgr manager.Manager, finder *Finder, watcher *Watcher, wl func() *whitelist.Snapshot,
 	rec events.EventRecorder, tappServed bool) (controller.Controller, chan event.GenericEvent, error) {
-	r := NewReconciler(Reconciler{Client: mgr.GetClient(), Finder: finder, Whitelist: wl, Recorder: rec,
+	r := NewReconciler(Config{Client: mgr.GetClient(), Finder: finder, Whitelist: wl, Recorder: rec,
 		SizeLimit: s.opts.SizeLimit, RetryInterval: s.opts.RetryInterval})
 	m := mapper{reader: mgr.GetClient(), whitelist: wl}
 	kinds := make(chan event.GenericEvent, 1024)
@@ -205,7 +205,7 @@ func (s *setup) buildController(mgr manager.Manager, finder *Finder, watcher *Wa
 
 func (s *setup) buildGenerator(mgr manager.Manager, finder *Finder, wl func() *whitelist.Snapshot, rec events.EventRecorder,
 	tappServed bool) (controller.TypedController[WorkloadKey], error) {
-	g := NewGenerator(Generator{Client: mgr.GetClient(), Finder: finder, Whitelist: wl, Recorder: rec})
+	g := NewGenerator(GeneratorConfig{Client: mgr.GetClient(), Finder: finder, Whitelist: wl, Recorder: rec})
 	c, err := controller.NewTyped[WorkloadKey](GeneratorName, mgr, controller.TypedOptions[WorkloadKey]{
 		Reconciler: g, MaxConcurrentReconciles: max(s.opts.Workers, 1)})
 	if err != nil {

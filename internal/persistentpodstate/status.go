@@ -45,10 +45,10 @@ func (r *Reconciler) decide(p *pass) {
 		setProblem(&st.Conditions, kruisev1alpha1.ConditionTargetUnavailable, false, "", "", pps.Generation)
 		st.PodStates = p.result.PodStates
 		if !equality.Semantic.DeepEqual(st.PodStates, pps.Status.PodStates) {
-			st.PodStates, p.notRecorded = core.Guard(pps, st.PodStates, r.SizeLimit)
+			st.PodStates, p.notRecorded = core.Guard(pps, st.PodStates, r.cfg.SizeLimit)
 		}
 		setProblem(&st.Conditions, kruisev1alpha1.ConditionStatusSizeLimitReached, p.notRecorded > 0, ReasonSizeBudgetExceeded,
-			fmt.Sprintf("%d pods are not recorded: the status would exceed the size budget of %d bytes", p.notRecorded, r.SizeLimit),
+			fmt.Sprintf("%d pods are not recorded: the status would exceed the size budget of %d bytes", p.notRecorded, r.cfg.SizeLimit),
 			pps.Generation)
 	}
 	if len(st.Conditions) == 0 {
@@ -79,7 +79,7 @@ func (r *Reconciler) conditionEvents(p *pass) {
 	switch {
 	case is && !was:
 		p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, actionRecord, nil,
-			"%d pods are not recorded: the status would exceed the size budget of %d bytes", p.notRecorded, r.SizeLimit)
+			"%d pods are not recorded: the status would exceed the size budget of %d bytes", p.notRecorded, r.cfg.SizeLimit)
 	case was && !is && p.unavailable == nil:
 		p.events.Normal(kruisev1alpha1.ReasonStatusSizeLimitCleared, actionRecord, nil, "every pod is recorded again")
 	}
@@ -99,7 +99,7 @@ func setProblem(conds *[]metav1.Condition, typ string, active bool, reason, mess
 // write refused as too large is replaced by a write of the condition alone, and retried after
 // TooLargeRetry.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass, out *kit.Outcome) (bool, error) {
-	wrote, err := kit.PatchStatus(ctx, r.Client, p.pps, statusOf, &p.status, nil)
+	wrote, err := kit.PatchStatus(ctx, r.cfg.Client, p.pps, statusOf, &p.status, nil)
 	switch {
 	case err == nil:
 		if wrote {
@@ -127,7 +127,7 @@ func (r *Reconciler) writeTooLarge(ctx context.Context, p *pass, out *kit.Outcom
 	setProblem(&st.Conditions, kruisev1alpha1.ConditionStatusSizeLimitReached, true, ReasonWriteRejectedTooLarge,
 		"the API server refused the status as too large; new pods are not recorded until it shrinks", p.pps.Generation)
 	out.RequeueAfter(TooLargeRetry)
-	wrote, err := kit.PatchStatus(ctx, r.Client, p.pps, statusOf, &st, nil)
+	wrote, err := kit.PatchStatus(ctx, r.cfg.Client, p.pps, statusOf, &st, nil)
 	if err != nil {
 		out.Error(err)
 		return err

@@ -209,7 +209,7 @@ func TestStatusSizeGuard(t *testing.T) {
 	if err := f.fc.Inner.Get(context.Background(), types.NamespacedName{Namespace: testNS, Name: "web"}, stored); err != nil {
 		t.Fatal(err)
 	}
-	f.r.SizeLimit = core.Estimate(stored, two) + 16 // room for two entries, not three
+	f.reconfigure(func(c *Config) { c.SizeLimit = core.Estimate(stored, two) + 16 }) // room for two entries, not three
 
 	wantCond := []metav1.Condition{{Type: kruisev1alpha1.ConditionStatusSizeLimitReached, Status: metav1.ConditionTrue,
 		Reason: ReasonSizeBudgetExceeded, ObservedGeneration: 1}}

@@ -64,7 +64,7 @@ func (w written) add(events *kit.Events) {
 func (r *Reconciler) write(ctx context.Context, w stager.Write) (written, error) {
 	switch w.Kind {
 	case stager.WriteCreate:
-		err := r.Client.Create(ctx, w.Desired.DeepCopy())
+		err := r.cfg.Client.Create(ctx, w.Desired.DeepCopy())
 		if err == nil {
 			return written{communityv1alpha1.ReasonBindingPolicyCreated, "Created BindingPolicy " + w.Desired.Name}, nil
 		}
@@ -72,7 +72,7 @@ func (r *Reconciler) write(ctx context.Context, w stager.Write) (written, error)
 			return written{}, fmt.Errorf("creating BindingPolicy %s: %w", w.Desired.Name, err)
 		}
 		existing := &controlv1alpha1.BindingPolicy{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: w.Desired.Name}, existing); err != nil {
+		if err := r.cfg.APIReader.Get(ctx, client.ObjectKey{Name: w.Desired.Name}, existing); err != nil {
 			return written{}, fmt.Errorf("reading BindingPolicy %s after its create found it: %w", w.Desired.Name, err)
 		}
 		kind, ok := stager.Reconcilable(existing, w.Desired)
@@ -92,7 +92,7 @@ func (r *Reconciler) write(ctx context.Context, w stager.Write) (written, error)
 // else of others is kept, and a concurrent change makes the patch fail with a conflict (retried).
 func (r *Reconciler) patch(ctx context.Context, w stager.Write) (written, error) {
 	merged := stager.MergeDesired(w.Existing, w.Desired)
-	if err := r.Client.Patch(ctx, merged, client.MergeFromWithOptions(w.Existing, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.cfg.Client.Patch(ctx, merged, client.MergeFromWithOptions(w.Existing, client.MergeFromWithOptimisticLock{})); err != nil {
 		return written{}, fmt.Errorf("writing BindingPolicy %s: %w", w.Desired.Name, err)
 	}
 	if w.Kind == stager.WriteAdopt {
@@ -106,7 +106,7 @@ func (r *Reconciler) delete(ctx context.Context, del stager.Delete) (written, er
 	bp := &controlv1alpha1.BindingPolicy{}
 	bp.Name = del.Name
 	uid := del.UID
-	err := r.Client.Delete(ctx, bp, client.Preconditions{UID: &uid})
+	err := r.cfg.Client.Delete(ctx, bp, client.Preconditions{UID: &uid})
 	switch {
 	case err == nil:
 		return written{communityv1alpha1.ReasonBindingPolicyDeleted, "Deleted BindingPolicy " + del.Name + ": its stage is no longer placed"}, nil
@@ -130,7 +130,7 @@ func (r *Reconciler) removeAnnotation(ctx context.Context, sbp *communityv1alpha
 	if err != nil {
 		return fmt.Errorf("encoding the removal of annotation %s: %w", rm.Key, err)
 	}
-	err = r.Client.Patch(ctx, sbp, client.RawPatch(types.JSONPatchType, body))
+	err = r.cfg.Client.Patch(ctx, sbp, client.RawPatch(types.JSONPatchType, body))
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
 		return nil // removed, or changed meanwhile (the test failed): the newer value stands
 	}

@@ -93,7 +93,7 @@ func newFixture(t *testing.T) *fixture {
 		Hooks: interceptor.Funcs{Get: f.cacheGet, List: f.cacheList, Create: f.create, SubResourceUpdate: f.statusUpdate},
 	})
 	f.api, f.writes = fc.Inner, fc.Writes
-	f.r = NewReconciler(Reconciler{
+	f.r = NewReconciler(Config{
 		Client:    fc.Client,
 		APIReader: interceptor.NewClient(fc.Inner, interceptor.Funcs{Get: f.liveGet}),
 		CEL:       sbpcel.NewCache(sbpcel.Options{}),

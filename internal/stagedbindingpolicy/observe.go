@@ -24,7 +24,7 @@ func (r *Reconciler) observe(ctx context.Context, sbp *communityv1alpha1.StagedB
 		Bindings:        map[string]*controlv1alpha1.Binding{},
 	}
 	var owned controlv1alpha1.BindingPolicyList
-	if err := r.Client.List(ctx, &owned, client.MatchingFields{IndexBindingPolicyController: string(sbp.UID)}); err != nil {
+	if err := r.cfg.Client.List(ctx, &owned, client.MatchingFields{IndexBindingPolicyController: string(sbp.UID)}); err != nil {
 		return obs, fmt.Errorf("listing the BindingPolicies of StagedBindingPolicy %s: %w", sbp.Name, err)
 	}
 	for i := range owned.Items {
@@ -37,7 +37,7 @@ func (r *Reconciler) observe(ctx context.Context, sbp *communityv1alpha1.StagedB
 	}
 	for name := range obs.BindingPolicies {
 		b := &controlv1alpha1.Binding{}
-		switch err := r.Client.Get(ctx, client.ObjectKey{Name: name}, b); {
+		switch err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, b); {
 		case err == nil:
 			obs.Bindings[name] = b
 		case !apierrors.IsNotFound(err):
@@ -58,7 +58,7 @@ func (r *Reconciler) getBindingPolicy(ctx context.Context, name string, bps map[
 		return nil
 	}
 	bp := &controlv1alpha1.BindingPolicy{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Name: name}, bp); {
+	switch err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, bp); {
 	case err == nil:
 		bps[name] = bp
 	case !apierrors.IsNotFound(err):
@@ -77,7 +77,7 @@ func (r *Reconciler) activeCombinedStatuses(ctx context.Context, sbp *communityv
 	}
 	name := stager.BindingPolicyName(sbp.Name, active)
 	list := combinedStatusListObject()
-	if err := r.Client.List(ctx, list, client.MatchingFields{IndexCombinedStatusBindingPolicy: name},
+	if err := r.cfg.Client.List(ctx, list, client.MatchingFields{IndexCombinedStatusBindingPolicy: name},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the CombinedStatuses of BindingPolicy %s: %w", name, err)
 	}
@@ -93,7 +93,7 @@ func (r *Reconciler) activeCombinedStatuses(ctx context.Context, sbp *communityv
 // and cluster it places (hundreds of entries), which would cost the promotion tens of milliseconds.
 func (r *Reconciler) readLive(ctx context.Context, name string) (*controlv1alpha1.BindingPolicy, *controlv1alpha1.Binding, error) {
 	bp := &controlv1alpha1.BindingPolicy{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, bp); err != nil {
+	if err := r.cfg.APIReader.Get(ctx, client.ObjectKey{Name: name}, bp); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil, nil
 		}
@@ -101,7 +101,7 @@ func (r *Reconciler) readLive(ctx context.Context, name string) (*controlv1alpha
 	}
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(controlv1alpha1.GroupVersion.WithKind("Binding"))
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, meta); err != nil {
+	if err := r.cfg.APIReader.Get(ctx, client.ObjectKey{Name: name}, meta); err != nil {
 		if apierrors.IsNotFound(err) {
 			return bp, nil, nil
 		}

@@ -20,29 +20,34 @@ import (
 	"github.com/drover-dev/drover/internal/stagedbindingpolicy/stager"
 )
 
-// Reconciler runs the passes of StagedBindingPolicies (docs/design/stagedbindingpolicy.md). It keeps no
-// rollout state in memory: each pass decides from the policy's status and the live objects.
-type Reconciler struct {
+// Config holds what a Reconciler needs.
+type Config struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// APIReader reads from the API server: the re-check before a promotion and the freshness check before
 	// BindingPolicy writes.
 	APIReader client.Reader
 	// CEL compiles and caches the expressions (shared with the webhook).
-	CEL      *sbpcel.Cache
+	CEL *sbpcel.Cache
+	// Recorder emits events.k8s.io events on StagedBindingPolicies.
 	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
+	// Clock tells the time of a pass (the real clock when nil).
+	Clock clock.PassiveClock
+}
 
+// Reconciler runs the passes of StagedBindingPolicies (docs/design/stagedbindingpolicy.md). It keeps no
+// rollout state in memory: each pass decides from the policy's status and the live objects.
+type Reconciler struct {
+	cfg     Config
 	backoff *kit.Backoff
 }
 
-// NewReconciler returns a Reconciler ready to run.
-func NewReconciler(r Reconciler) *Reconciler {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
+// NewReconciler returns a Reconciler ready to run, with its defaults filled and its conflict backoff.
+func NewReconciler(cfg Config) *Reconciler {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
-	r.backoff = kit.NewBackoff()
-	return &r
+	return &Reconciler{cfg: cfg, backoff: kit.NewBackoff()}
 }
 
 // Reconcile runs one pass: get the policy; observe its BindingPolicies, their Bindings and the active
@@ -50,9 +55,9 @@ func NewReconciler(r Reconciler) *Reconciler {
 // it leads to; write the BindingPolicies; write the status once if it changed; emit events after the
 // write.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	start := r.Clock.Now()
+	start := r.cfg.Clock.Now()
 	sbp := &communityv1alpha1.StagedBindingPolicy{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sbp); err != nil {
+	if err := r.cfg.Client.Get(ctx, req.NamespacedName, sbp); err != nil {
 		if apierrors.IsNotFound(err) {
 			sbpmetrics.Forget(req.Name) // its BindingPolicies go by garbage collection
 			return ctrl.Result{}, nil
@@ -68,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		o.Error(err)
 		return r.backoff.Result(req.NamespacedName, &o)
 	}
-	d := stager.Decide(stager.Input{SBP: sbp, Observed: obs, Now: start, CEL: r.CEL})
+	d := stager.Decide(stager.Input{SBP: sbp, Observed: obs, Now: start, CEL: r.cfg.CEL})
 	r.run(ctx, sbp, d, start, &o)
 	o.RequeueAfter(d.RequeueAfter)
 	return r.backoff.Result(req.NamespacedName, &o)
@@ -90,7 +95,7 @@ func (r *Reconciler) run(ctx context.Context, sbp *communityv1alpha1.StagedBindi
 		}
 		committed = true
 		if d.Promoted != "" {
-			sbpmetrics.PromotionLatency.Observe(r.Clock.Since(start).Seconds())
+			sbpmetrics.PromotionLatency.Observe(r.cfg.Clock.Since(start).Seconds())
 		}
 	}
 	if len(d.AnnotationRemovals) > 0 {
@@ -105,7 +110,7 @@ func (r *Reconciler) run(ctx context.Context, sbp *communityv1alpha1.StagedBindi
 			o.Conflict()
 		}
 	}
-	_, err := d.Events.EmitAfter(r.Recorder, sbp, func() (bool, error) {
+	_, err := d.Events.EmitAfter(r.cfg.Recorder, sbp, func() (bool, error) {
 		if committed {
 			return false, nil // the commit wrote the status
 		}
@@ -127,7 +132,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sbp *communityv1alpha1.Sta
 		return &s.Status
 	}
 	equal := func(a, b *communityv1alpha1.StagedBindingPolicyStatus) bool { return !commit && sameStatus(a, b) }
-	return kit.WriteStatus(ctx, r.Client, sbp, status, want, equal)
+	return kit.WriteStatus(ctx, r.cfg.Client, sbp, status, want, equal)
 }
 
 // sameStatus compares two statuses, the times of the last evaluations aside.
@@ -171,7 +176,7 @@ func (r *Reconciler) promotionHolds(ctx context.Context, status *communityv1alph
 func (r *Reconciler) fresh(ctx context.Context, sbp *communityv1alpha1.StagedBindingPolicy) bool {
 	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(communityv1alpha1.GroupVersion.WithKind("StagedBindingPolicy"))
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sbp), live); err != nil {
+	if err := r.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(sbp), live); err != nil {
 		return false
 	}
 	return live.ResourceVersion == sbp.ResourceVersion

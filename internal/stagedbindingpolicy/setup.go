@@ -96,7 +96,7 @@ func (s *setup) run(ctx context.Context, mgr manager.Manager) error {
 	if err := index.Register(ctx, mgr.GetFieldIndexer(), Indexes()); err != nil {
 		return err
 	}
-	r := NewReconciler(Reconciler{
+	r := NewReconciler(Config{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		CEL:       s.cel,

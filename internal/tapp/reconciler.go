@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,8 +50,8 @@ type Config struct {
 	// PodWriteConcurrency bounds the pod and PVC writes of one pass in flight (--tapp-pod-write-concurrency;
 	// DefaultPodWriteConcurrency when not positive).
 	PodWriteConcurrency int
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	// Clock tells the time of a pass (the real clock when nil).
+	Clock clock.PassiveClock
 }
 
 // Reconciler reconciles TApps: one pass observes the pods, plans with the pure functions of this package,
@@ -62,13 +63,13 @@ type Reconciler struct {
 	backoff *kit.Backoff
 }
 
-// NewReconciler returns a Reconciler.
+// NewReconciler returns a Reconciler with its defaults filled and its in-memory state.
 func NewReconciler(cfg Config) *Reconciler {
 	if cfg.PodWriteConcurrency <= 0 {
 		cfg.PodWriteConcurrency = DefaultPodWriteConcurrency
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	return &Reconciler{cfg: cfg, exp: newExpectations(), gauge: newInstanceGauge(), backoff: kit.NewBackoff()}
 }
@@ -151,7 +152,7 @@ func (r *Reconciler) newRun(key types.NamespacedName, app *tkestackv1.TApp) *run
 		key:     key,
 		app:     app,
 		pass:    core.NewPass(app, core.Options{DeletePodAfterAppFinish: r.cfg.DeletePodAfterAppFinish}),
-		now:     r.cfg.Now(),
+		now:     r.cfg.Clock.Now(),
 		written: map[int]bool{},
 	}
 }

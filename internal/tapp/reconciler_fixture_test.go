@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -30,7 +31,7 @@ type fixture struct {
 	r      *Reconciler
 	writes *testutil.Writes
 	events *events.FakeRecorder
-	now    time.Time
+	clock  *clocktesting.FakePassiveClock
 }
 
 func newFixture(t *testing.T, objs []client.Object, hooks interceptor.Funcs) *fixture {
@@ -39,10 +40,11 @@ func newFixture(t *testing.T, objs []client.Object, hooks interceptor.Funcs) *fi
 		Objects: objs, Indexes: Indexes(), Hooks: hooks,
 		StatusSubresource: []client.Object{&tkestackv1.TApp{}, &corev1.Pod{}},
 	})
-	f := &fixture{t: t, inner: fc.Inner, writes: fc.Writes, events: events.NewFakeRecorder(1000), now: t0}
+	f := &fixture{t: t, inner: fc.Inner, writes: fc.Writes, events: events.NewFakeRecorder(1000),
+		clock: clocktesting.NewFakePassiveClock(t0)}
 	f.r = NewReconciler(Config{
 		Client: fc.Client, APIReader: fc.Inner, Recorder: f.events, DeletePodAfterAppFinish: true,
-		PodWriteConcurrency: 4, Now: func() time.Time { return f.now },
+		PodWriteConcurrency: 4, Clock: f.clock,
 	})
 	return f
 }
@@ -50,7 +52,7 @@ func newFixture(t *testing.T, objs []client.Object, hooks interceptor.Funcs) *fi
 // reconcile runs one pass and advances the clock by a second.
 func (f *fixture) reconcile() (ctrl.Result, error) {
 	f.t.Helper()
-	defer func() { f.now = f.now.Add(time.Second) }()
+	defer func() { f.clock.SetTime(f.clock.Now().Add(time.Second)) }()
 	return f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: testNS, Name: testName}})
 }
 

@@ -731,7 +731,7 @@ func TestReconcileRequeuesForMinReadySeconds(t *testing.T) {
 	if got := f.app().Status.AvailableReplicas; got != 0 {
 		t.Errorf("available before minReadySeconds: %d", got)
 	}
-	f.now = t0.Add(time.Minute)
+	f.clock.SetTime(t0.Add(time.Minute))
 	f.pass()
 	if got := f.app().Status.AvailableReplicas; got != 1 {
 		t.Errorf("available after minReadySeconds: %d", got)

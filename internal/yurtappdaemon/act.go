@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/yurtappdaemon/render"
 )
 
-// defaultMaxBatch caps slow-start batches when Options.MaxBatch is not set (--yurtappdaemon-max-batch).
+// defaultMaxBatch caps slow-start batches when Config.MaxBatch is not set (--yurtappdaemon-max-batch).
 const defaultMaxBatch = 32
 
 // nameConflictError reports that a child's name is taken by an object the owner does not control. It fails
@@ -39,7 +38,7 @@ func isNameConflict(err error) bool {
 // MaxBatch; after a batch with a failure other than a name conflict, the rest of that kind of action waits
 // for the next pass.
 func (r *Reconciler[T]) executor() kit.Executor {
-	return kit.Executor{Max: r.maxBatch(), SlowStart: true, Tolerate: isNameConflict}
+	return kit.Executor{Max: r.cfg.MaxBatch, SlowStart: true, Tolerate: isNameConflict}
 }
 
 // createItem is a pool to give a child: created from its rendering, or an orphan adopted.
@@ -65,7 +64,7 @@ type createOut struct {
 // creating it otherwise. Children found this way join the kept ones for the update step. When the
 // orphans cannot be read, no pool gets a child in this pass (one might be adoptable).
 func (r *Reconciler[T]) createChildren(ctx context.Context, p *pass) {
-	orphans, err := findOrphans(ctx, r.Client, p.owner, p.adapter, p.cls.create)
+	orphans, err := findOrphans(ctx, r.cfg.Client, p.owner, p.adapter, p.cls.create)
 	if err != nil {
 		for _, pool := range p.cls.create {
 			p.createFailed[pool] = err
@@ -168,7 +167,7 @@ func (r *Reconciler[T]) adoptChild(ctx context.Context, p *pass, orphan client.O
 	if !ok {
 		return nil, fmt.Errorf("copying %s %s", p.kind, orphan.GetName())
 	}
-	if err := r.Client.Patch(ctx, obj, patch); err != nil {
+	if err := r.cfg.Client.Patch(ctx, obj, patch); err != nil {
 		return nil, fmt.Errorf("adopting %s %s: %w", p.kind, orphan.GetName(), err)
 	}
 	return obj, nil
@@ -254,7 +253,7 @@ func (r *Reconciler[T]) deleteChild(ctx context.Context, obj client.Object) erro
 	if !ok {
 		return fmt.Errorf("copying %s", obj.GetName())
 	}
-	err := r.Client.Delete(ctx, target, client.Preconditions{UID: ptr.To(obj.GetUID())},
+	err := r.cfg.Client.Delete(ctx, target, client.Preconditions{UID: ptr.To(obj.GetUID())},
 		client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s: %w", obj.GetName(), err)
@@ -287,16 +286,9 @@ func (r *Reconciler[T]) renderFor(p *pass, pool, name string) *render.Result {
 	return res
 }
 
-func (r *Reconciler[T]) maxBatch() int {
-	if r.MaxBatch <= 0 {
-		return defaultMaxBatch
-	}
-	return r.MaxBatch
-}
-
 // observeProvision records, for a child just created, the time since the controller saw its pool created.
 func (r *Reconciler[T]) observeProvision(pool string) {
 	if seen, ok := r.pools.seen(pool); ok {
-		poolProvisionSeconds.WithLabelValues(r.kind.gvk.Kind).Observe(time.Since(seen).Seconds())
+		poolProvisionSeconds.WithLabelValues(r.kind.gvk.Kind).Observe(r.cfg.Clock.Since(seen).Seconds())
 	}
 }

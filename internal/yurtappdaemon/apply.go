@@ -196,7 +196,7 @@ func (r *Reconciler[T]) applyChild(ctx context.Context, adapter render.Adapter, 
 func (r *Reconciler[T]) apply(ctx context.Context, adapter render.Adapter, live client.Object, res *render.Result) (*unstructured.Unstructured, error) {
 	body := res.Body.DeepCopy()
 	body.SetUID(live.GetUID())
-	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
+	err := r.cfg.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
 		client.FieldOwner(FieldManager), client.ForceOwnership)
 	if err != nil {
 		return nil, fmt.Errorf("applying %s %s: %w", adapter.Kind(), live.GetName(), err)
@@ -232,7 +232,7 @@ func (r *Reconciler[T]) handoffReplicas(ctx context.Context, adapter render.Adap
 	body.SetName(live.GetName())
 	body.SetNamespace(live.GetNamespace())
 	body.SetUID(live.GetUID())
-	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
+	err := r.cfg.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
 		client.FieldOwner(HandoffFieldManager), client.ForceOwnership)
 	if err != nil {
 		return fmt.Errorf("handing over spec.replicas of %s: %w", live.GetName(), err)
@@ -245,7 +245,7 @@ func (r *Reconciler[T]) handoffReplicas(ctx context.Context, adapter render.Adap
 // create's Update entry to drover's apply entry, so later applies can remove what drover stops rendering.
 func (r *Reconciler[T]) createChild(ctx context.Context, adapter render.Adapter, res *render.Result) (client.Object, error) {
 	obj := res.Body.DeepCopy()
-	if err := r.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+	if err := r.cfg.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
 		return nil, fmt.Errorf("creating %s %s: %w", adapter.Kind(), obj.GetName(), err)
 	}
 	_ = r.upgradeManagedFields(ctx, obj)
@@ -273,7 +273,7 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 		if patch == nil {
 			return false // nothing to hand over
 		}
-		if err = r.Client.Patch(ctx, cur.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); err == nil {
+		if err = r.cfg.Client.Patch(ctx, cur.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); err == nil {
 			return true
 		}
 		if attempt == upgradeAttempts || (!apierrors.IsConflict(err) && !apierrors.IsInvalid(err)) {
@@ -282,7 +282,7 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 		// Deliberate uncached read (like the one after a create conflict): the cache holds no managedFields.
 		fresh := &unstructured.Unstructured{}
 		fresh.SetGroupVersionKind(obj.GroupVersionKind())
-		if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		if err = r.cfg.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 			break
 		}
 		cur = fresh
@@ -300,7 +300,7 @@ func (r *Reconciler[T]) upgradeManagedFields(ctx context.Context, obj *unstructu
 // hand, or a foreign object of that name, is invisible to it.
 func (r *Reconciler[T]) getUncached(ctx context.Context, adapter render.Adapter, namespace, name string) (client.Object, error) {
 	obj := adapter.NewObject()
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+	if err := r.cfg.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		return nil, fmt.Errorf("reading existing %s %s: %w", adapter.Kind(), name, err)
 	}
 	return obj, nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,19 +38,19 @@ type Config struct {
 	APIReader client.Reader
 	// Recorder emits events.k8s.io events on owners.
 	Recorder events.EventRecorder
-	// MaxBatch caps the slow-start batches (default 32).
+	// Clock tells the time of the status conditions and the provisioning metric (the real clock when nil).
+	Clock clock.PassiveClock
+	// MaxBatch caps the slow-start batches (--yurtappdaemon-max-batch; defaultMaxBatch when not positive).
 	MaxBatch int
 }
 
 // Reconciler is the one controller behind YurtAppDaemon and UnitedDaemonSet: T selects the kind.
 type Reconciler[T openyurtv1alpha1.Owner] struct {
-	Config
-
+	cfg   Config
 	kind  ownerKind[T]
 	memo  *renderMemo
 	guard *loopGuard
 	pools *poolClock
-	now   func() time.Time
 	// backoff spaces the retries of owners whose passes keep losing races.
 	backoff *kit.Backoff
 }
@@ -65,10 +65,17 @@ type ownerKind[T openyurtv1alpha1.Owner] struct {
 	items          func(client.ObjectList) []T
 }
 
+// newReconciler returns the reconciler of one owner kind, with its defaults filled and its in-memory state.
 func newReconciler[T openyurtv1alpha1.Owner](kind ownerKind[T], cfg Config) *Reconciler[T] {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = defaultMaxBatch
+	}
 	return &Reconciler[T]{
-		Config: cfg, kind: kind,
-		memo: newRenderMemo(), guard: newLoopGuard(), pools: newPoolClock(), now: time.Now,
+		cfg: cfg, kind: kind,
+		memo: newRenderMemo(), guard: newLoopGuard(), pools: newPoolClock(),
 		backoff: kit.NewBackoff(),
 	}
 }
@@ -151,8 +158,8 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return r.backoff.Result(req.NamespacedName, &out)
 	}
 	prev := owner.DaemonStatus().DeepCopy()
-	status := computeStatus(prev, owner.GetGeneration(), p, metav1.NewTime(r.now()))
-	_, statusErr := p.events(prev, &status).EmitAfter(r.Recorder, owner, func() (bool, error) {
+	status := computeStatus(prev, owner.GetGeneration(), p, metav1.NewTime(r.cfg.Clock.Now()))
+	_, statusErr := p.events(prev, &status).EmitAfter(r.cfg.Recorder, owner, func() (bool, error) {
 		return r.writeStatus(ctx, owner, &status)
 	})
 	out.Error(p.errors()...)
@@ -193,14 +200,14 @@ func (r *Reconciler[T]) ensureRevision(ctx context.Context, p *pass) bool {
 // observe (reads) lists the eligible pools and the owned children and classifies the children: which pool
 // needs a child, which child is kept, which is deleted. A failed read touches nothing.
 func (r *Reconciler[T]) observe(ctx context.Context, p *pass) bool {
-	if p.pools, p.poolsErr = listPools(ctx, r.Client, p.spec); p.poolsErr != nil {
+	if p.pools, p.poolsErr = listPools(ctx, r.cfg.Client, p.spec); p.poolsErr != nil {
 		return false
 	}
 	p.poolByName = make(map[string]render.Pool, len(p.pools.eligible))
 	for _, pool := range p.pools.eligible {
 		p.poolByName[pool.Name] = pool
 	}
-	children, err := listOwnedChildren(ctx, r.Client, p.owner.GetNamespace(), p.owner.GetUID())
+	children, err := listOwnedChildren(ctx, r.cfg.Client, p.owner.GetNamespace(), p.owner.GetUID())
 	if err != nil {
 		p.poolsErr = err // a failed read of children is handled like a failed read of pools
 		return false
@@ -234,7 +241,7 @@ func validateSpec(spec *openyurtv1alpha1.YurtAppDaemonSpec) field.ErrorList {
 // getOwner reads the owner from the cache.
 func (r *Reconciler[T]) getOwner(ctx context.Context, key client.ObjectKey) (T, bool, error) {
 	owner := r.kind.newObject()
-	if err := r.Client.Get(ctx, key, owner); err != nil {
+	if err := r.cfg.Client.Get(ctx, key, owner); err != nil {
 		var zero T
 		if apierrors.IsNotFound(err) {
 			return zero, false, nil
@@ -247,7 +254,7 @@ func (r *Reconciler[T]) getOwner(ctx context.Context, key client.ObjectKey) (T, 
 // writeStatus (writes) writes the status through the status subresource, only if it changed, with the
 // observed resourceVersion as precondition. It reports whether it wrote.
 func (r *Reconciler[T]) writeStatus(ctx context.Context, owner T, status *openyurtv1alpha1.YurtAppDaemonStatus) (bool, error) {
-	return kit.WriteStatus(ctx, r.Client, owner,
+	return kit.WriteStatus(ctx, r.cfg.Client, owner,
 		func(o T) *openyurtv1alpha1.YurtAppDaemonStatus { return o.DaemonStatus() }, status, statusEqual)
 }
 

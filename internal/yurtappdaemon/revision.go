@@ -80,7 +80,7 @@ func (r *Reconciler[T]) createRevision(ctx context.Context, owner T, data []byte
 	for range maxCollisionRetries {
 		hash := render.RevisionHash(data, st.collisionCount)
 		cr := newRevision(owner, r.kind.gvk, data, hash, top+1)
-		err := r.Client.Create(ctx, cr)
+		err := r.cfg.Client.Create(ctx, cr)
 		if err == nil {
 			st.current = cr
 			st.add(cr)
@@ -90,7 +90,7 @@ func (r *Reconciler[T]) createRevision(ctx context.Context, owner T, data []byte
 			return st, fmt.Errorf("creating ControllerRevision %s: %w", cr.Name, err)
 		}
 		existing := &appsv1.ControllerRevision{}
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(cr), existing); err != nil {
+		if err := r.cfg.Client.Get(ctx, client.ObjectKeyFromObject(cr), existing); err != nil {
 			// The cache has not seen it yet: retry the pass rather than count a collision that may not be one.
 			if apierrors.IsNotFound(err) {
 				err = errRevisionNotCached
@@ -130,7 +130,7 @@ func newRevision(owner openyurtv1alpha1.Owner, gvk schema.GroupVersionKind, data
 // returns copies sorted by revision number, then name.
 func (r *Reconciler[T]) listOwnedRevisions(ctx context.Context, owner T) ([]*appsv1.ControllerRevision, error) {
 	list := &appsv1.ControllerRevisionList{}
-	err := r.Client.List(ctx, list, client.InNamespace(owner.GetNamespace()),
+	err := r.cfg.Client.List(ctx, list, client.InNamespace(owner.GetNamespace()),
 		client.MatchingFields{IndexControllerUID: string(owner.GetUID())})
 	if err != nil {
 		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
@@ -153,7 +153,7 @@ func (r *Reconciler[T]) findOrphanRevision(ctx context.Context, owner T, data []
 		return nil, nil //nolint:nilerr // a spec without a usable selector adopts nothing; validation reports it
 	}
 	list := &appsv1.ControllerRevisionList{}
-	err = r.Client.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingLabelsSelector{Selector: sel})
+	err = r.cfg.Client.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingLabelsSelector{Selector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("listing ControllerRevisions to adopt: %w", err)
 	}
@@ -190,7 +190,7 @@ func (r *Reconciler[T]) promoteRevision(ctx context.Context, cr *appsv1.Controll
 	}
 	updated := cr.DeepCopy()
 	updated.Revision = top + 1
-	if err := r.Client.Patch(ctx, updated, client.MergeFromWithOptions(cr, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.cfg.Client.Patch(ctx, updated, client.MergeFromWithOptions(cr, client.MergeFromWithOptimisticLock{})); err != nil {
 		return nil, fmt.Errorf("renumbering ControllerRevision %s: %w", cr.Name, err)
 	}
 	return updated, nil
@@ -208,7 +208,7 @@ func (r *Reconciler[T]) adoptRevision(ctx context.Context, owner T, cr *appsv1.C
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Client.Patch(ctx, updated, patch); err != nil {
+	if err := r.cfg.Client.Patch(ctx, updated, patch); err != nil {
 		return nil, fmt.Errorf("adopting ControllerRevision %s: %w", cr.Name, err)
 	}
 	return updated, nil
@@ -222,7 +222,7 @@ func (r *Reconciler[T]) cleanupHistory(ctx context.Context, owner T, st revision
 	}
 	var errs []error
 	for _, cr := range revisionsToDelete(st.owned, st.current.Name, live, historyLimit(owner.DaemonSpec())) {
-		err := r.Client.Delete(ctx, cr, client.Preconditions{UID: ptr.To(cr.UID)},
+		err := r.cfg.Client.Delete(ctx, cr, client.Preconditions{UID: ptr.To(cr.UID)},
 			client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting ControllerRevision %s: %w", cr.Name, err))

@@ -116,7 +116,7 @@ func setup[T openyurtv1alpha1.Owner](_ context.Context, mgr manager.Manager, opt
 	// Another controller may have the whole type cached (PersistentPodState caches every StatefulSet): only
 	// pool-labelled workloads reach the child handler.
 	pooled := builder.WithPredicates(predicate.NewPredicateFuncs(isPoolChild))
-	pools := poolHandler[T]{reader: mgr.GetClient(), kind: kind, clock: r.pools, now: r.now}
+	pools := poolHandler[T]{reader: mgr.GetClient(), kind: kind, clock: r.pools, now: r.cfg.Clock.Now}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(kind.controllerName).
 		For(kind.newObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
