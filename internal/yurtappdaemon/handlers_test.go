@@ -260,3 +260,29 @@ func TestChildHandler(t *testing.T) {
 		})
 	}
 }
+
+// TestChildWatchIgnoresForeignStatefulSets: when PersistentPodState has every StatefulSet of the cluster
+// cached, one YurtAppDaemon does not own reaches neither the child watch (no pool label: the watch's
+// predicate drops it) nor, were it labelled, a queue (no controller owner of the kind).
+func TestChildWatchIgnoresForeignStatefulSets(t *testing.T) {
+	foreign := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "apps",
+		Labels: map[string]string{"app": "db"}}}
+	if isPoolChild(foreign) {
+		t.Error("a StatefulSet without apps.openyurt.io/pool-name passes the child watch's predicate")
+	}
+	owned := child("dns-east", "east")
+	if !isPoolChild(owned) {
+		t.Error("a child with apps.openyurt.io/pool-name does not pass the child watch's predicate")
+	}
+	forEachKind(t, func(t *testing.T, k kindCase) {
+		h, _ := handlersFor(k)
+		q := &fakeQueue{}
+		labelled := foreign.DeepCopy()
+		labelled.Labels[openyurtv1alpha1.LabelPoolName] = "east"
+		h.Create(context.Background(), event.CreateEvent{Object: labelled}, q)
+		h.Update(context.Background(), event.UpdateEvent{ObjectOld: labelled, ObjectNew: labelled.DeepCopy()}, q)
+		if added, after := q.sorted(); len(added)+len(after) > 0 {
+			t.Errorf("a StatefulSet no owner controls was enqueued: %v %v", added, after)
+		}
+	})
+}
