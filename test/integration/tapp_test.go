@@ -38,7 +38,7 @@ const seedTApp = "example-tapp"
 // applySeed creates the objects of a seed tutorial manifest (internal/tapp/testdata/tapp) verbatim in a
 // namespace, with strict field validation, as `kubectl apply -n <ns>` does.
 func applySeed(ctx context.Context, file, ns string) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(), "internal", "webhook", "testdata", "tapp", file))
+	data, err := os.ReadFile(filepath.Join(repoRoot(), "internal", "tapp", "testdata", "tapp", file))
 	Expect(err).NotTo(HaveOccurred())
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
