@@ -82,9 +82,15 @@ verify: tools vet lint ## Regenerate everything and lint; fail on any diff or un
 
 ##@ Build and run
 
+# The version stamped into the manager (--version): VERSION if given, else `git describe`.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+VERSION_LDFLAGS := -X github.com/drover-dev/drover/internal/version.version=$(VERSION) \
+	-X github.com/drover-dev/drover/internal/version.commit=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X github.com/drover-dev/drover/internal/version.date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 .PHONY: build
 build: ## Build the manager and the local-cluster and bench commands into bin/.
-	go build -o $(BIN)/drover-manager ./cmd/drover-manager
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/drover-manager ./cmd/drover-manager
 	go build -o $(BIN)/drover-local ./cmd/drover-local
 	go build -o $(BIN)/drover-bench ./cmd/drover-bench
 	go build -o $(BIN)/kssim ./cmd/kssim

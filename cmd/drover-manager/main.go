@@ -21,6 +21,7 @@ import (
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/registry"
 	"github.com/drover-dev/drover/internal/scheme"
+	"github.com/drover-dev/drover/internal/version"
 )
 
 // Client-side rate limits. client-go's defaults (5 QPS, burst 10) would make a controller that creates a
@@ -47,6 +48,7 @@ type flags struct {
 	webhookCertDir         string
 	enableWebhooks         bool
 	gracefulShutdownPeriod time.Duration
+	version                bool
 }
 
 // addFlags registers the manager's own flags and those of every controller in registry on fs.
@@ -72,6 +74,7 @@ func addFlags(fs *flag.FlagSet, registry []*kit.Controller) *flags {
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Directory holding tls.crt and tls.key for the webhook server.")
 	fs.DurationVar(&f.gracefulShutdownPeriod, "graceful-shutdown-timeout", 30*time.Second,
 		"How long to wait for running reconciles to finish on SIGTERM.")
+	fs.BoolVar(&f.version, "version", false, "Print the version, commit and build date, and exit.")
 	kit.AddFlags(fs, registry)
 	return f
 }
@@ -96,6 +99,10 @@ func main() {
 func run() error {
 	controllers := registry.Registry()
 	f, zopts := parseFlags(controllers)
+	if f.version {
+		fmt.Println("drover-manager", version.Get())
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zopts)))
 	log := ctrl.Log.WithName("setup")
 
@@ -158,7 +165,7 @@ func run() error {
 		return fmt.Errorf("adding ready check: %w", err)
 	}
 
-	log.Info("Starting manager", "controllers", started, "webhooks", f.enableWebhooks)
+	log.Info("Starting manager", "version", version.Get().String(), "controllers", started, "webhooks", f.enableWebhooks)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
