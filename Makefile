@@ -137,21 +137,33 @@ bench: tools-k8s build ## Run the benchmark scenarios on a fresh local cluster; 
 
 ##@ Deployment (into the cluster of the current KUBECONFIG)
 
+# The manifests under config/ are committed: these targets need no generator, only kubectl (built from Go
+# modules into bin/k8s the first time, about two minutes).
+
+.PHONY: kubectl
+kubectl:
+	./hack/build-tools.sh kubectl
+
 .PHONY: install
-install: manifests ## Install drover's CRDs.
+install: kubectl ## Install drover's CRDs.
 	$(KUBECTL) apply --server-side -k config/crd
 
 .PHONY: uninstall
-uninstall: ## Remove drover's CRDs (and with them every drover object).
+uninstall: kubectl ## Remove drover's CRDs and with them EVERY drover object (and their pods): asks for YES=1.
+	@if [[ "$(YES)" != 1 ]]; then \
+		echo "make uninstall deletes drover's CRDs, and with them every TApp, YurtAppDaemon, UnitedDaemonSet, NodePool,"; \
+		echo "PersistentPodState and StagedBindingPolicy of the cluster and, through garbage collection, their pods and"; \
+		echo "workloads. Run 'make undeploy' to remove drover and keep them. To go on: make uninstall YES=1"; \
+		exit 1; \
+	fi
 	$(KUBECTL) delete --ignore-not-found -k config/crd
 
 IMG ?= drover-manager:dev
 
 .PHONY: deploy
-deploy: manifests ## Deploy CRDs, RBAC, webhooks and the manager (IMG=image) with kustomize.
-	cd config/manager && $(KUBECTL) kustomize . >/dev/null
+deploy: kubectl ## Deploy CRDs, RBAC, webhooks and the manager (IMG=image) with kustomize (needs cert-manager).
 	$(KUBECTL) kustomize config/default | sed "s|image: drover-manager:dev|image: $(IMG)|" | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: ## Remove everything deploy created.
-	$(KUBECTL) delete --ignore-not-found -k config/default
+undeploy: kubectl ## Remove what deploy created except the CRDs: drover's objects and their pods stay.
+	$(KUBECTL) delete --ignore-not-found -k config/undeploy

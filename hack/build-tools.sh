@@ -45,6 +45,9 @@ if [[ $only == all || $only == dev ]]; then
 	pin controller-gen "$cg_version" "$bin/controller-gen" build_tool controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen .
 	pin golangci-lint "$lint_version" "$bin/golangci-lint" build_tool golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint lint
 fi
+if [[ $only == kubectl ]]; then
+	pin kubectl "$K8S_VERSION" "$bin/k8s/kubectl" build_k8s kubectl
+fi
 if [[ $only == all || $only == k8s ]]; then
 	pin etcd "$etcd_version" "$bin/k8s/etcd" build_etcd
 	for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
