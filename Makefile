@@ -96,6 +96,18 @@ build: ## Build the manager and the local-cluster and bench commands into bin/.
 	go build -o $(BIN)/drover-bench ./cmd/drover-bench
 	go build -o $(BIN)/kssim ./cmd/kssim
 
+IMAGE_DIR ?= $(BIN)/image
+IMAGE_PLATFORMS := amd64 arm64
+
+.PHONY: image
+image: ## Build the manager's OCI image (linux/amd64 and linux/arm64, no Docker) into bin/image; IMAGE=<registry/repo:tag> pushes it.
+	for arch in $(IMAGE_PLATFORMS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags "$(VERSION_LDFLAGS)" \
+			-o $(BIN)/image-build/linux-$$arch/manager ./cmd/drover-manager || exit 1; \
+	done
+	go run ./hack/image -out $(IMAGE_DIR) -version $(VERSION) \
+		$(foreach a,$(IMAGE_PLATFORMS),-binary linux/$(a)=$(BIN)/image-build/linux-$(a)/manager) $(if $(IMAGE),-push $(IMAGE))
+
 .PHONY: run
 run: tools-k8s build ## Run the whole system on this machine (local cluster, samples, manager log). Ctrl-C stops it.
 	$(BIN)/drover-local run
