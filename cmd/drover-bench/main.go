@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/bench"
 	"github.com/drover-dev/drover/internal/localcluster"
+	"github.com/drover-dev/drover/internal/measure"
 )
 
 func main() {
@@ -110,6 +111,7 @@ func run() error {
 		names = append(names, nd.Name)
 	}
 	rep := bench.Run(ctx, bench.Env{Config: cluster.Config, N: *n, Nodes: names, Log: os.Stdout}, scenarios)
+	rep.Figures = append(rep.Figures, managerPeakRSS(cluster)...)
 	fmt.Println()
 	bench.PrintTable(os.Stdout, rep)
 	path, err := bench.WriteJSON(inRepo(root, *out), rep)
@@ -119,6 +121,24 @@ func run() error {
 	fmt.Println("\nreport:", path)
 	if len(rep.Errors) > 0 {
 		return fmt.Errorf("%d scenario(s) failed", len(rep.Errors))
+	}
+	return nil
+}
+
+// managerPeakRSS is the manager's peak resident memory over the whole run: the figure its memory request and
+// limit are sized from. Run one scenario per invocation (-scenarios) to size it for that scenario alone.
+func managerPeakRSS(cluster *localcluster.Cluster) []bench.Figure {
+	for _, p := range cluster.Processes() {
+		if p.Name != localcluster.Manager {
+			continue
+		}
+		rss, err := measure.PeakRSS(p.PID)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "drover-bench: reading the manager's peak RSS:", err)
+			return nil
+		}
+		return []bench.Figure{{Scenario: "manager", Metric: "peak RSS", Value: float64(rss >> 20), Unit: "MiB",
+			Note: "the manager process's high-water mark (VmHWM) over every scenario of this run"}}
 	}
 	return nil
 }

@@ -90,6 +90,13 @@ func parseFlags(registry []*kit.Controller) (*flags, *zap.Options) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == guardCommand {
+		if err := runUninstallGuard(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "drover-manager "+guardCommand+":", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "drover-manager:", err)
 		os.Exit(1)
