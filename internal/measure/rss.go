@@ -16,10 +16,10 @@ func PeakRSS(pid int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return parseVmHWM(data)
+	return parseHighWaterMark(data)
 }
 
-func parseVmHWM(status []byte) (int64, error) {
+func parseHighWaterMark(status []byte) (int64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")

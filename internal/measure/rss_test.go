@@ -5,15 +5,15 @@ import (
 	"testing"
 )
 
-func TestParseVmHWM(t *testing.T) {
-	got, err := parseVmHWM([]byte("Name:\tmanager\nVmPeak:\t 2000 kB\nVmHWM:\t  1536 kB\nVmRSS:\t 1024 kB\n"))
+func TestParseHighWaterMark(t *testing.T) {
+	got, err := parseHighWaterMark([]byte("Name:\tmanager\nVmPeak:\t 2000 kB\nVmHWM:\t  1536 kB\nVmRSS:\t 1024 kB\n"))
 	if err != nil || got != 1536*1024 {
-		t.Fatalf("parseVmHWM = %d, %v; want %d", got, err, 1536*1024)
+		t.Fatalf("parseHighWaterMark = %d, %v; want %d", got, err, 1536*1024)
 	}
-	if _, err := parseVmHWM([]byte("VmRSS:\t 1024 kB\n")); err == nil {
+	if _, err := parseHighWaterMark([]byte("VmRSS:\t 1024 kB\n")); err == nil {
 		t.Fatal("want an error without a VmHWM line")
 	}
-	if _, err := parseVmHWM([]byte("VmHWM:\t lots\n")); err == nil {
+	if _, err := parseHighWaterMark([]byte("VmHWM:\t lots\n")); err == nil {
 		t.Fatal("want an error for a malformed line")
 	}
 }
