@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/drover-dev/drover/internal/certs"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/registry"
 )
@@ -78,5 +79,63 @@ func TestDeprecatedFlagAlias(t *testing.T) {
 	}
 	if got := fs.Lookup("tapp-workers").Value.String(); got != "7" {
 		t.Errorf("--tapp-workers = %s after --tapp-concurrent-reconciles=7, want 7", got)
+	}
+}
+
+// TestNamespaceFlags: --namespace defaults to $POD_NAMESPACE, else drover-system, and is the default of
+// --leader-election-namespace and the namespace every controller is given.
+func TestNamespaceFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name, podNamespace string
+		args               []string
+		wantNS, wantLease  string
+	}{
+		{name: "nothing set", wantNS: "drover-system", wantLease: "drover-system"},
+		{name: "POD_NAMESPACE", podNamespace: "ops", wantNS: "ops", wantLease: "ops"},
+		{name: "flag over POD_NAMESPACE", podNamespace: "ops", args: []string{"--namespace=drover"}, wantNS: "drover", wantLease: "drover"},
+		{name: "own Lease namespace", args: []string{"--namespace=drover", "--leader-election-namespace=leases"}, wantNS: "drover", wantLease: "leases"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", tc.podNamespace)
+			fs := flag.NewFlagSet("drover-manager", flag.ContinueOnError)
+			f := addFlags(fs, registry.Registry())
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			f.complete()
+			if f.namespace != tc.wantNS || f.leaderElectionNS != tc.wantLease {
+				t.Errorf("namespace %q, Lease namespace %q; want %q, %q", f.namespace, f.leaderElectionNS, tc.wantNS, tc.wantLease)
+			}
+		})
+	}
+}
+
+// TestCertFlags: the certificate flags become the options of internal/certs.
+func TestCertFlags(t *testing.T) {
+	controllers := registry.Registry()
+	fs := flag.NewFlagSet("drover-manager", flag.ContinueOnError)
+	f := addFlags(fs, controllers)
+	if err := fs.Parse([]string{"--namespace=ops", "--cert-dns-names= localhost, drover.example.com ,", "--webhook-cert-dir=/certs",
+		"--controllers=tapp"}); err != nil {
+		t.Fatal(err)
+	}
+	f.complete()
+	enabled, err := registry.ParseControllers(f.controllers, controllers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := f.certOptions(controllers, enabled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Mode != certs.ModeSelf || o.DNSName() != "drover-webhook-service.ops.svc" || o.SecretName != "drover-webhook-server-cert" ||
+		o.CertDir != "/certs" || !cmp.Equal(o.ExtraDNSNames, []string{"localhost", "drover.example.com"}) || len(o.Webhooks) != 2 {
+		t.Errorf("certificate options = %+v", o)
+	}
+	if err := fs.Parse([]string{"--cert-mode=manual"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.certOptions(controllers, enabled); err == nil {
+		t.Error("--cert-mode=manual was accepted")
 	}
 }

@@ -57,6 +57,14 @@ type Controller struct {
 	// enabled controllers' needs before the manager is built, after the flags are parsed). It is a function because a
 	// need may depend on the flags. A type the controller reads whole needs no declaration; nil for none.
 	Cache func() []CacheNeed
+	// ConversionCRDs are the names (<plural>.<group>) of the CustomResourceDefinitions whose conversion webhook
+	// the manager serves for this controller. With --cert-mode=self the manager injects its CA into their
+	// spec.conversion.webhook.clientConfig, which must be set in the installed CRD.
+	ConversionCRDs []string
+	// Namespace is the manager's namespace (--namespace), set by the manager after parsing its flags and before
+	// Cache and Setup are called (registry.SetNamespace); empty when nobody set it. A controller that reads
+	// objects of the manager's own namespace takes it from here.
+	Namespace string
 }
 
 // Names lists the names of controllers in order.

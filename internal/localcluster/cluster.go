@@ -14,11 +14,13 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Process names, which are also the base names of the log files (<Dir>/logs/<name>.log).
@@ -50,7 +52,8 @@ type Cluster struct {
 	Dir string
 	// Nodes are the fake nodes.
 	Nodes []NodeSpec
-	// WebhookPort is where the manager serves the webhooks, on 127.0.0.1.
+	// WebhookPort is where the manager serves the webhooks, on 127.0.0.1: the backend of the Service
+	// WebhookService (see ExposeService).
 	WebhookPort int
 	// MetricsAddr and ProbeAddr are the manager's metrics and health endpoints (host:port).
 	MetricsAddr, ProbeAddr string
@@ -65,6 +68,13 @@ type Cluster struct {
 	managerArgs, managerEnv []string
 	pids                    *pidRecorder
 	webhooks                int // webhook configurations installed
+
+	// lifetime ends when Stop begins: the watches of the mounted Secrets and the egress proxy's work.
+	lifetime    context.Context
+	endLifetime context.CancelFunc
+	egress      *egressProxy // nil before the control plane starts
+	mountsMu    sync.Mutex
+	mounts      map[types.NamespacedName]*secretMount
 
 	failOnce sync.Once
 	failed   chan struct{}
@@ -96,7 +106,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		scheme:      s,
 		failed:      make(chan struct{}),
 		stopMonitor: make(chan struct{}),
+		mounts:      map[types.NamespacedName]*secretMount{},
 	}
+	c.lifetime, c.endLifetime = context.WithCancel(ctrllog.IntoContext(context.Background(), opts.Logger))
 	if err := c.prepareDir(); err != nil {
 		return nil, err
 	}
@@ -172,6 +184,7 @@ func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		began := time.Now()
 		close(c.stopMonitor)
+		c.endLifetime()
 		var errs []error
 		c.procsMu.Lock()
 		procs := slices.Clone(c.procs)
@@ -185,6 +198,9 @@ func (c *Cluster) Stop() error {
 			if err := c.env.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver: %w", err))
 			}
+		}
+		if c.egress != nil {
+			c.egress.close()
 		}
 		for _, r := range c.Processes() {
 			if Running(r.PID, r.Path) {

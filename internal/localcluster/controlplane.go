@@ -33,8 +33,8 @@ func (c *Cluster) bin(name string) string { return filepath.Join(c.opts.BinDir, 
 
 func (c *Cluster) adminKubeconfig() string { return filepath.Join(c.Dir, "admin.kubeconfig") }
 
-// startControlPlane starts etcd and kube-apiserver through envtest, installs the CRDs and, unless the
-// manager is skipped, the webhook configurations, and writes the admin kubeconfig.
+// startControlPlane starts the egress proxy, etcd and kube-apiserver through envtest, installs the CRDs and
+// writes the admin kubeconfig.
 func (c *Cluster) startControlPlane(ctx context.Context) error {
 	for _, name := range []string{Etcd, APIServer, ControllerManager, Scheduler, Kwok} {
 		if !fileExists(c.bin(name)) {
@@ -60,8 +60,6 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if startErr != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver (logs: %s, %s): %w", c.LogPath(Etcd), c.LogPath(APIServer), startErr)
 	}
-	c.webhooks = len(c.env.WebhookInstallOptions.MutatingWebhooks) + len(c.env.WebhookInstallOptions.ValidatingWebhooks)
-
 	c.Config = cfg
 	if c.Client, err = client.New(cfg, client.Options{Scheme: c.scheme}); err != nil {
 		return err
@@ -72,7 +70,9 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	return c.waitCRDsEstablished(ctx)
 }
 
-// newEnvironment configures envtest: binaries from BinDir, state and logs under Dir, the CRDs and webhooks.
+// newEnvironment configures envtest: binaries from BinDir, state and logs under Dir, the CRDs, and the API
+// server's "cluster" egress through the proxy of this process (egress.go). The webhook configurations are
+// installed with the manager (installWebhooks), not by envtest.
 func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 	etcdLog, err := c.openLog(Etcd)
 	if err != nil {
@@ -99,18 +99,14 @@ func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 	// and rejects a loopback one; nothing in this cluster reaches the API server through that Service.
 	args.Set("endpoint-reconciler-type", "none")
 	args.Set("service-cluster-ip-range", serviceCIDR)
+	egress, egressConfig, err := startEgressProxy(filepath.Join(c.Dir, "egress"), c.log.WithName("egress"))
+	if err != nil {
+		return nil, err
+	}
+	c.egress = egress
+	args.Set("egress-selector-config-file", egressConfig)
 	if err := setArgs(args, c.opts.APIServerArgs); err != nil {
 		return nil, fmt.Errorf("APIServerArgs: %w", err)
-	}
-
-	var webhookPaths []string
-	switch {
-	case c.opts.SkipManager:
-		c.log.Info("Manager skipped: not registering webhooks")
-	case len(c.opts.WebhookManifests) > 0:
-		webhookPaths = c.opts.WebhookManifests
-	default:
-		c.log.Info("No webhook manifests, running without webhooks", "paths", c.opts.WebhookManifests)
 	}
 	return &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{
@@ -122,11 +118,6 @@ func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  c.opts.StopTimeout,
 		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: c.crdPaths(), MaxTime: 2 * time.Minute},
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths:            webhookPaths,
-			LocalServingHost: "127.0.0.1",
-			MaxTime:          time.Minute,
-		},
 	}, nil
 }
 
@@ -142,7 +133,7 @@ func (c *Cluster) writeAdminKubeconfig() error {
 		return err
 	}
 	for _, p := range []string{c.adminKubeconfig(), c.Kubeconfig} {
-		if err := writeFileAtomic(p, admin, 0o600); err != nil {
+		if err := writeFileAtomic(p, admin); err != nil {
 			return fmt.Errorf("writing kubeconfig: %w", err)
 		}
 	}

@@ -38,10 +38,12 @@ const ManagerUser = "system:serviceaccount:" + ManagerNamespace + ":" + ManagerS
 var nodePoolGVK = schema.GroupVersionKind{Group: "apps.openyurt.io", Version: "v1beta1", Kind: "NodePool"}
 
 // startManager creates the manager's namespace, ServiceAccount and RBAC bindings, writes a kubeconfig with
-// a ServiceAccount token, starts the manager binary and waits for /readyz, the webhooks and the leader
-// Lease.
+// a ServiceAccount token, installs the webhooks (installWebhooks), mounts the certificate Secret into the
+// manager's certificate directory, starts the manager binary and waits for /readyz, the webhooks and the
+// leader Lease.
 func (c *Cluster) startManager(ctx context.Context) error {
 	if c.opts.SkipManager {
+		c.log.Info("Manager skipped: not installing webhooks")
 		return nil
 	}
 	if !fileExists(c.opts.ManagerBinary) {
@@ -54,33 +56,35 @@ func (c *Cluster) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	certDir, err := c.copyWebhookCerts()
-	if err != nil {
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	c.WebhookPort = ports[0]
+	c.MetricsAddr = "127.0.0.1:" + strconv.Itoa(ports[1])
+	c.ProbeAddr = "127.0.0.1:" + strconv.Itoa(ports[2])
+	if err := c.installWebhooks(ctx); err != nil {
 		return err
 	}
-	metricsPort, err := freePort()
-	if err != nil {
+	certDir := c.webhookCertDir(Manager)
+	if err := c.MountSecret(ctx, ManagerNamespace, WebhookSecret, certDir); err != nil {
 		return err
 	}
-	probePort, err := freePort()
-	if err != nil {
-		return err
-	}
-	c.WebhookPort = c.env.WebhookInstallOptions.LocalServingPort
-	c.MetricsAddr = "127.0.0.1:" + strconv.Itoa(metricsPort)
-	c.ProbeAddr = "127.0.0.1:" + strconv.Itoa(probePort)
 	c.managerArgs = []string{
 		"--kubeconfig=" + kubeconfigPath,
+		"--namespace=" + ManagerNamespace,
 		"--leader-elect=true",
-		"--leader-election-namespace=" + ManagerNamespace,
 		"--webhook-host=127.0.0.1",
 		"--webhook-port=" + strconv.Itoa(c.WebhookPort),
 		"--webhook-cert-dir=" + certDir,
+		"--cert-mode=self",
 		"--metrics-bind-address=" + c.MetricsAddr,
 		"--health-probe-bind-address=" + c.ProbeAddr,
 	}
 	c.managerArgs = append(c.managerArgs, c.opts.ManagerArgs...)
-	c.managerEnv = childEnv("POD_NAMESPACE=" + ManagerNamespace)
+	c.managerEnv = childEnv()
 	if c.manager, err = c.run(Manager, c.opts.ManagerBinary, c.managerArgs, c.managerEnv); err != nil {
 		return err
 	}
@@ -88,6 +92,11 @@ func (c *Cluster) startManager(ctx context.Context) error {
 		return err
 	}
 	return c.waitLeaderLease(ctx, " (log: "+c.ManagerLog()+")")
+}
+
+// webhookCertDir is the certificate directory of the manager process name, where WebhookSecret is mounted.
+func (c *Cluster) webhookCertDir(name string) string {
+	return filepath.Join(c.Dir, "webhook-certs", name)
 }
 
 // waitManagerServing waits until the manager answers /readyz and the API server reaches its webhooks.
@@ -220,28 +229,7 @@ func (c *Cluster) writeManagerKubeconfig(ctx context.Context) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(c.Dir, "manager.kubeconfig")
-	return path, writeFileAtomic(path, data, 0o600)
-}
-
-// copyWebhookCerts copies the serving certificate envtest generated for the webhooks into <Dir>, so that
-// everything the manager uses lives there.
-func (c *Cluster) copyWebhookCerts() (string, error) {
-	dst := filepath.Join(c.Dir, "webhook-certs")
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		return "", err
-	}
-	src := c.env.WebhookInstallOptions.LocalServingCertDir
-	for _, name := range []string{"tls.crt", "tls.key"} {
-		data, err := os.ReadFile(filepath.Clean(filepath.Join(src, name)))
-		if err != nil {
-			return "", fmt.Errorf("reading the webhook serving certificate: %w", err)
-		}
-		//nolint:gosec // G703: two fixed file names in the cluster's own state directory
-		if err := os.WriteFile(filepath.Join(dst, name), data, 0o600); err != nil {
-			return "", err
-		}
-	}
-	return dst, nil
+	return path, writeFileAtomic(path, data)
 }
 
 // waitWebhooks waits until the API server reaches the manager's webhooks: a server-side dry-run create of

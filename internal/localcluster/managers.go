@@ -17,17 +17,23 @@ import (
 // more managers next to it, and read who holds the Lease.
 
 // ManagerProcess is an additional manager started by StartExtraManager: the same binary, ServiceAccount and
-// flags as the cluster's manager, with ports of its own. Cluster.Stop stops it too; its exit is never
-// reported through Failed.
+// flags as the cluster's manager, with ports and a certificate directory of its own. Cluster.Stop stops it
+// too; its exit is never reported through Failed.
 type ManagerProcess struct {
 	// LogPath is its log file.
 	LogPath string
+	// WebhookAddr is where it serves the webhooks (host:port), a backend of the Service WebhookService
+	// after the cluster's manager.
+	WebhookAddr string
 
-	p *process
+	p      *process
+	egress *egressProxy
 }
 
 // StartExtraManager starts another manager process named name (log <Dir>/logs/<name>.log) with the
-// cluster's manager flags, its own metrics, probe and webhook ports, and args appended last. It returns
+// cluster's manager flags, its own metrics, probe and webhook ports, its own certificate directory (where
+// WebhookSecret is mounted, as for every replica), and args appended last. Its webhook port becomes a backend
+// of the Service WebhookService, tried when the cluster's manager does not accept connections. It returns
 // once the process answers /readyz; with leader election on (the default) it is then a candidate for the
 // Lease, not necessarily its holder.
 func (c *Cluster) StartExtraManager(ctx context.Context, name string, args ...string) (*ManagerProcess, error) {
@@ -45,18 +51,27 @@ func (c *Cluster) StartExtraManager(ctx context.Context, name string, args ...st
 		}
 		ports[i] = p
 	}
-	m := &ManagerProcess{LogPath: c.LogPath(name)}
+	m := &ManagerProcess{LogPath: c.LogPath(name), WebhookAddr: "127.0.0.1:" + strconv.Itoa(ports[2]), egress: c.egress}
+	certDir := c.webhookCertDir(name)
+	if err := c.MountSecret(ctx, ManagerNamespace, WebhookSecret, certDir); err != nil {
+		return nil, err
+	}
 	probe := "127.0.0.1:" + strconv.Itoa(ports[1])
-	// A repeated flag takes its last value: these override the cluster manager's ports.
+	// A repeated flag takes its last value: these override the cluster manager's ports and directory.
 	all := append(slices.Clone(c.managerArgs),
 		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]),
 		"--health-probe-bind-address="+probe,
-		"--webhook-port="+strconv.Itoa(ports[2]))
+		"--webhook-port="+strconv.Itoa(ports[2]),
+		"--webhook-cert-dir="+certDir)
 	p, err := c.startRecorded(name, c.opts.ManagerBinary, append(all, args...), c.managerEnv)
 	if err != nil {
 		return nil, err
 	}
 	m.p = p
+	if err := c.ExposeService(ctx, ManagerNamespace, WebhookService, webhookServicePort, m.WebhookAddr); err != nil {
+		_ = m.Stop(c.opts.StopTimeout)
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	ready := httpOK("http://" + probe + "/readyz")
@@ -73,11 +88,19 @@ func (c *Cluster) StartExtraManager(ctx context.Context, name string, args ...st
 	return m, nil
 }
 
-// Kill sends SIGKILL and waits for the exit: the process leaves its Lease held until it expires.
-func (m *ManagerProcess) Kill() error { return m.p.kill() }
+// Kill sends SIGKILL and waits for the exit: the process leaves its Lease held until it expires. Its webhook
+// port is no longer a backend of WebhookService.
+func (m *ManagerProcess) Kill() error {
+	m.egress.removeBackend(m.WebhookAddr)
+	return m.p.kill()
+}
 
-// Stop sends SIGTERM (the manager releases its Lease), then SIGKILL after timeout.
-func (m *ManagerProcess) Stop(timeout time.Duration) error { return m.p.stop(timeout) }
+// Stop sends SIGTERM (the manager releases its Lease), then SIGKILL after timeout. Its webhook port is no
+// longer a backend of WebhookService.
+func (m *ManagerProcess) Stop(timeout time.Duration) error {
+	m.egress.removeBackend(m.WebhookAddr)
+	return m.p.stop(timeout)
+}
 
 // StopManager stops the cluster's manager on purpose with SIGTERM (it releases its Lease on the way out).
 // The exit is not reported through Failed, and the API server's calls to the webhooks fail until

@@ -3,6 +3,12 @@
 // three NodePools and three zones, drover's and KubeStellar's CRDs, kssim (the KubeStellar stand-in),
 // drover's webhooks and the real manager binary running as a ServiceAccount bound to its generated RBAC role.
 //
+// The webhooks are installed as in an installation, behind the Service drover-webhook-service, and the
+// manager serves them with the certificate it creates itself (--cert-mode=self). The API server reaches
+// Services through an HTTP CONNECT proxy of this process, its "cluster" egress selection (egress.go), and
+// this package copies the certificate Secret into each manager's certificate directory as a kubelet keeps a
+// Secret volume (kubelet.go).
+//
 // Every process is started from the binaries in bin/k8s and listens on 127.0.0.1 only, on ports chosen free
 // at start. State and logs live under Options.Dir (one log file per process, see Cluster.LogPath); the PIDs
 // of every process are recorded in Options.Dir/pids.json so that a later Start, or drover-local down, can
@@ -84,8 +90,9 @@ type Options struct {
 	// SkipKssim starts everything but kssim; KubeStellar's CRDs are still installed.
 	SkipKssim bool
 
-	// WebhookManifests are the generated webhook configurations; envtest rewrites them to
-	// https://127.0.0.1:<port> with a generated CA. Default: every controller's
+	// WebhookManifests are the generated webhook configurations, installed with the manager as an
+	// installation has them: named drover-<name>, calling the Service WebhookService in ManagerNamespace, no
+	// caBundle (the manager injects its own CA). Default: every controller's
 	// <root>/config/components/*/webhooks.yaml (no webhooks when there is none).
 	WebhookManifests []string
 	// RBACFiles hold the Roles and ClusterRoles the manager's ServiceAccount is bound to. Default: the

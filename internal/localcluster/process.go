@@ -342,13 +342,14 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'), 0o600)
+	return writeFileAtomic(path, append(data, '\n'))
 }
 
-// writeFileAtomic writes data to a temporary file next to path and renames it over path.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+// writeFileAtomic writes data to a temporary file next to path, readable by the owner only, and renames it over
+// path.
+func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

@@ -9,7 +9,6 @@ package persistentpodstate
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -45,7 +44,8 @@ const (
 	GeneratorName  = "persistentpodstate-generator"
 )
 
-// DefaultManagerNamespace is the namespace of the whitelist ConfigMap when POD_NAMESPACE is not set.
+// DefaultManagerNamespace is the namespace of the whitelist ConfigMap when the manager's namespace is not set
+// (kit.Controller.Namespace, from the manager's --namespace).
 const DefaultManagerNamespace = "drover-system"
 
 // RBAC: drover only reads workloads. Custom kinds get read access through ClusterRoles labelled
@@ -79,7 +79,7 @@ func Controller() *kit.Controller {
 	fs := kit.NewFlagSet(ControllerName)
 	fs.IntVar(&opts.Workers, "persistentpodstate-workers", 3, "Concurrent PersistentPodState reconciles (and as many of its generator).")
 	fs.StringVar(&opts.ConfigMap, "pps-whitelist-configmap", whitelist.DefaultConfigMapName,
-		"ConfigMap in the manager's namespace (POD_NAMESPACE) whose key "+whitelist.DataKey+" lists custom StatefulSet-like kinds for PersistentPodState.")
+		"ConfigMap in the manager's namespace (--namespace) whose key "+whitelist.DataKey+" lists custom StatefulSet-like kinds for PersistentPodState.")
 	fs.DurationVar(&opts.RetryInterval, "pps-kind-retry-interval", 30*time.Second,
 		"How often a whitelisted kind whose CRD is not served yet is looked up again, and an unavailable target retried.")
 	fs.DurationVar(&opts.SyncTimeout, "pps-informer-sync-timeout", 10*time.Second,
@@ -91,7 +91,7 @@ func Controller() *kit.Controller {
 	fs.StringVar(&opts.IdentityKeys, "pps-node-identity-keys", corev1.LabelHostname,
 		"Comma-separated node label keys that name a single node, dropped by --pps-skip-missing-node.")
 	s := &setup{opts: opts}
-	return &kit.Controller{
+	s.desc = &kit.Controller{
 		Name:            ControllerName,
 		Kinds:           []schema.GroupVersionKind{gvk},
 		Flags:           fs,
@@ -107,17 +107,20 @@ func Controller() *kit.Controller {
 		Objects:       []client.Object{&kruisev1alpha1.PersistentPodState{}, &tkestackv1.TApp{}},
 		Cache:         s.cache,
 	}
+	return s.desc
 }
 
 // setup carries what the controller's Setup builds to its Webhooks (called after it).
 type setup struct {
 	opts  *Options
+	desc  *kit.Controller // the description, whose Namespace the manager sets after parsing its flags
 	store *whitelist.Store
 }
 
-func managerNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
+// namespace is the manager's namespace, where the whitelist ConfigMap is read.
+func (s *setup) namespace() string {
+	if s.desc.Namespace != "" {
+		return s.desc.Namespace
 	}
 	return DefaultManagerNamespace
 }
@@ -127,14 +130,14 @@ func managerNamespace() string {
 func (s *setup) cache() []kit.CacheNeed {
 	return []kit.CacheNeed{
 		{Object: &appsv1.StatefulSet{}},
-		{Object: &corev1.ConfigMap{}, Only: whitelist.CacheByObject(managerNamespace(), s.opts.ConfigMap)},
+		{Object: &corev1.ConfigMap{}, Only: whitelist.CacheByObject(s.namespace(), s.opts.ConfigMap)},
 	}
 }
 
 func (s *setup) run(ctx context.Context, mgr manager.Manager) error {
 	log := ctrl.LoggerFrom(ctx).WithName(ControllerName)
 	rec := mgr.GetEventRecorder("drover-" + ControllerName)
-	s.store = whitelist.NewStore(whitelist.StoreOptions{Namespace: managerNamespace(), Name: s.opts.ConfigMap,
+	s.store = whitelist.NewStore(whitelist.StoreOptions{Namespace: s.namespace(), Name: s.opts.ConfigMap,
 		Recorder: rec, ParseErrors: ppsmetrics.WhitelistParseErrors, Log: log.WithName("whitelist")})
 	if err := mgr.Add(s.store.Runnable(mgr.GetCache())); err != nil {
 		return fmt.Errorf("adding the whitelist store: %w", err)

@@ -70,3 +70,11 @@ func ParseControllers(value string, registry []*kit.Controller) (sets.Set[string
 func Setup(ctx context.Context, mgr manager.Manager, registry []*kit.Controller, enabled sets.Set[string], webhooks bool) ([]string, error) {
 	return kit.Start(ctx, mgr, registry, enabled, metrics.Registry, webhooks)
 }
+
+// SetNamespace gives every controller of the registry the manager's namespace (--namespace), before the cache
+// options are merged and the controllers set up: the one place a controller learns where the manager runs.
+func SetNamespace(registry []*kit.Controller, namespace string) {
+	for _, c := range registry {
+		c.Namespace = namespace
+	}
+}

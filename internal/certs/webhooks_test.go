@@ -1,0 +1,107 @@
+package certs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/drover-dev/drover/internal/kit"
+	"github.com/drover-dev/drover/internal/registry"
+)
+
+func TestWebhooksOfEnabledControllers(t *testing.T) {
+	controllers := registry.Registry()
+	got := Webhooks(controllers, sets.New("tapp", "stagedbindingpolicy", "persistentpodstate"))
+	want := []rotator.WebhookInfo{
+		{Name: "drover-tapp-mutating", Type: rotator.Mutating},
+		{Name: "drover-tapp-validating", Type: rotator.Validating},
+		{Name: "drover-persistentpodstate-mutating", Type: rotator.Mutating},
+		{Name: "drover-persistentpodstate-validating", Type: rotator.Validating},
+		{Name: "drover-stagedbindingpolicy-validating", Type: rotator.Validating},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Webhooks mismatch (-want +got):\n%s", diff)
+	}
+	if got := Webhooks(controllers, sets.New[string]()); len(got) != 0 {
+		t.Errorf("Webhooks with no controller enabled = %v, want none", got)
+	}
+}
+
+func TestWebhooksConversionCRDs(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.drover.dev", Version: "v1", Kind: "Thing"}
+	controllers := []*kit.Controller{
+		{Name: "thing", Webhooks: []kit.Webhook{kit.KindWebhook(false, gvk, "things", admissionregistrationv1.Create)},
+			ConversionCRDs: []string{"things.example.drover.dev"}},
+		{Name: "other", ConversionCRDs: []string{"others.example.drover.dev"}},
+		{Name: "off", ConversionCRDs: []string{"offs.example.drover.dev"}},
+	}
+	got := Webhooks(controllers, sets.New("thing", "other"))
+	want := []rotator.WebhookInfo{
+		{Name: "drover-thing-validating", Type: rotator.Validating},
+		{Name: "things.example.drover.dev", Type: rotator.CRDConversion},
+		{Name: "others.example.drover.dev", Type: rotator.CRDConversion},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Webhooks mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebhooksMatchGeneratedConfigurations: with every controller enabled, the list names exactly the webhook
+// configurations of the generated components, with the installation's prefix.
+func TestWebhooksMatchGeneratedConfigurations(t *testing.T) {
+	controllers := registry.Registry()
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "components", "*", "webhooks.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no generated webhook configurations found: %v", err)
+	}
+	want := sets.New[string]()
+	for _, f := range files {
+		for _, o := range readObjects(t, f) {
+			want.Insert(o.GetKind() + " " + ConfigurationPrefix + o.GetName())
+		}
+	}
+	kinds := map[rotator.WebhookType]string{rotator.Mutating: "MutatingWebhookConfiguration",
+		rotator.Validating: "ValidatingWebhookConfiguration"}
+	got := sets.New[string]()
+	for _, w := range Webhooks(controllers, sets.New(kit.Names(controllers)...)) {
+		got.Insert(kinds[w.Type] + " " + w.Name)
+	}
+	if !got.Equal(want) {
+		t.Errorf("Webhooks lists %v, the generated configurations are %v (missing %v, extra %v)", sets.List(got),
+			sets.List(want), sets.List(want.Difference(got)), sets.List(got.Difference(want)))
+	}
+}
+
+func readObjects(t *testing.T, file string) []*unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(filepath.Clean(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", file, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
