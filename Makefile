@@ -26,7 +26,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: tools
-tools: ## Build the control plane (etcd, kube-*, kubectl, kwok) into bin/k8s and controller-gen, golangci-lint into bin/.
+tools: ## Build the control plane (etcd, kube-*, kubectl, kwok) into bin/k8s and controller-gen, golangci-lint, helm into bin/.
 	./hack/build-tools.sh all
 
 .PHONY: tools-k8s
@@ -36,6 +36,10 @@ tools-k8s:
 .PHONY: tools-dev
 tools-dev:
 	./hack/build-tools.sh dev
+
+.PHONY: tools-helm
+tools-helm: ## Build helm into bin/helm (the chart's tests run it).
+	./hack/build-tools.sh helm
 
 .PHONY: generate
 generate: tools-dev ## Generate deepcopy code.
@@ -50,7 +54,7 @@ KUBESTELLAR_CONTROL_API_DIR := api/kubestellar/control
 CRD_GEN_DIR := $(LOCAL)/gen/crd
 
 .PHONY: manifests
-manifests: tools-dev ## Generate CRDs, RBAC, webhook configurations, the scheme and the components from the registry.
+manifests: tools-dev ## Generate CRDs, RBAC, webhook configurations, the scheme, the components and the Helm chart's generated part from the registry.
 	rm -rf $(CRD_GEN_DIR)
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true $(foreach d,$(wildcard $(DROVER_API_DIRS)),paths="./$(d)/...") \
 		output:crd:artifacts:config=$(CRD_GEN_DIR)
@@ -61,6 +65,7 @@ manifests: tools-dev ## Generate CRDs, RBAC, webhook configurations, the scheme 
 		$(CRD_GEN_DIR)/apps.tkestack.io_tapps.yaml
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./internal/registry/..." output:rbac:artifacts:config=config/rbac
 	go run ./hack/registrygen -crds $(CRD_GEN_DIR) -controller-gen $(CONTROLLER_GEN)
+	go run ./hack/chartgen
 
 .PHONY: fmt
 fmt: ## Run gofmt.
@@ -83,8 +88,11 @@ verify: tools vet lint ## Regenerate everything and lint; fail on any diff or un
 
 ##@ Build and run
 
-# The version stamped into the manager (--version): VERSION if given, else `git describe`.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# The version stamped into the manager (--version) and the image: VERSION if given, else the git tag on HEAD,
+# else v<the VERSION file>-dev (the VERSION file is also the Helm chart's version and appVersion).
+ifeq ($(origin VERSION),undefined)
+VERSION := $(or $(shell git describe --tags --exact-match 2>/dev/null),v$(shell cat $(ROOT)/VERSION)-dev)
+endif
 VERSION_LDFLAGS := -X github.com/drover-dev/drover/internal/version.version=$(VERSION) \
 	-X github.com/drover-dev/drover/internal/version.commit=$(shell git rev-parse HEAD 2>/dev/null) \
 	-X github.com/drover-dev/drover/internal/version.date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -124,11 +132,11 @@ local-down: ## Stop every process the local cluster started.
 ##@ Test
 
 .PHONY: test
-test: tools-k8s build ## Run every test tier: unit, integration, e2e. Prints a summary.
+test: tools-k8s tools-helm build ## Run every test tier: unit, integration, e2e. Prints a summary.
 	./hack/test.sh all
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no cluster).
+test-unit: tools-helm ## Unit tests (no cluster; the chart's tests run bin/helm).
 	./hack/test.sh unit
 
 .PHONY: test-integration

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated=(api config/components config/crd config/default config/rbac/role.yaml internal/scheme README.md)
+generated=(api config/components config/crd config/default config/rbac/role.yaml internal/scheme README.md charts/drover)
 watched=("${generated[@]}" go.mod go.sum internal cmd test hack)
 
 snapshot() {
@@ -18,7 +18,7 @@ snapshot() {
 before=$(snapshot)
 make --no-print-directory generate manifests fmt >/dev/null
 go mod tidy
-for m in hack/tools hack/tools/k8s hack/tools/kwok hack/tools/lint; do (cd "$m" && go mod tidy); done
+for m in hack/tools hack/tools/k8s hack/tools/kwok hack/tools/lint hack/tools/helm; do (cd "$m" && go mod tidy); done
 after=$(snapshot)
 
 status=0
