@@ -144,7 +144,7 @@ test-integration: tools-k8s ## Integration tests on a real kube-apiserver + etcd
 	./hack/test.sh integration
 
 .PHONY: test-e2e
-test-e2e: tools-k8s build ## End-to-end tests on the local cluster with the real manager binary.
+test-e2e: tools-k8s tools-helm build ## End-to-end tests on the local cluster with the real manager binary (and the Helm chart installed with bin/helm).
 	./hack/test.sh e2e
 
 .PHONY: fuzz-admission

@@ -209,27 +209,41 @@ func decodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
 
 // writeManagerKubeconfig requests a ServiceAccount token and writes <Dir>/manager.kubeconfig.
 func (c *Cluster) writeManagerKubeconfig(ctx context.Context) (string, error) {
-	cs, err := kubernetes.NewForConfig(c.Config)
+	path := filepath.Join(c.Dir, "manager.kubeconfig")
+	cfg, err := c.ServiceAccountKubeconfig(ctx, ManagerNamespace, ManagerServiceAccount, path)
 	if err != nil {
 		return "", err
 	}
+	c.ManagerConfig = cfg
+	return path, nil
+}
+
+// ServiceAccountKubeconfig requests a token for the ServiceAccount namespace/name, writes a kubeconfig with
+// it to path, and returns the matching client configuration: how a process here authenticates as a pod of
+// that ServiceAccount would.
+func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, namespace, name, path string) (*rest.Config, error) {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
 	ttl := int64(managerTokenTTL.Seconds())
-	tr, err := cs.CoreV1().ServiceAccounts(ManagerNamespace).CreateToken(ctx, ManagerServiceAccount,
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("requesting a token for %s: %w", ManagerUser, err)
+		return nil, fmt.Errorf("requesting a token for system:serviceaccount:%s:%s: %w", namespace, name, err)
 	}
-	c.ManagerConfig = &rest.Config{
+	data, err := kubeconfig(c.Config, name, clientcmdapi.AuthInfo{Token: tr.Status.Token})
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		return nil, err
+	}
+	return &rest.Config{
 		Host:            c.Config.Host,
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.Config.CAData},
 		BearerToken:     tr.Status.Token,
-	}
-	data, err := kubeconfig(c.Config, ManagerServiceAccount, clientcmdapi.AuthInfo{Token: tr.Status.Token})
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(c.Dir, "manager.kubeconfig")
-	return path, writeFileAtomic(path, data)
+	}, nil
 }
 
 // waitWebhooks waits until the API server reaches the manager's webhooks: a server-side dry-run create of

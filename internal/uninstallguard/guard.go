@@ -103,7 +103,11 @@ func list(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind) (Fo
 	}
 	f := Found{Kind: gvk.Kind, Count: int64(len(l.Items))}
 	for i := range l.Items {
-		f.Names = append(f.Names, client.ObjectKeyFromObject(&l.Items[i]).String())
+		name := l.Items[i].Name
+		if ns := l.Items[i].Namespace; ns != "" {
+			name = ns + "/" + name
+		}
+		f.Names = append(f.Names, name)
 	}
 	sort.Strings(f.Names)
 	if len(f.Names) > shown {
