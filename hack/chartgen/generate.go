@@ -155,20 +155,12 @@ func checkUnique(infos []controllerInfo) error {
 // rbac writes the template of the controller's role.yaml, if it has one.
 func (g *generator) rbac(c *kit.Controller) error {
 	rel := "config/components/" + c.Name + "/role.yaml"
-	data, err := g.read(rel)
+	body, err := g.rbacTemplate(rel)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	docs, err := splitDocs(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", rel, err)
-	}
-	body, err := rbacDocs(&templ{}, docs)
-	if err != nil {
-		return fmt.Errorf("%s: %w", rel, err)
 	}
 	g.files[generatedDir+"/rbac-"+c.Name+".yaml"] = fmt.Sprintf(header, rel) + wrapEnabled(c.Name, body)
 	return nil
@@ -177,20 +169,29 @@ func (g *generator) rbac(c *kit.Controller) error {
 // baseRBAC writes the template of the manager's own role, config/rbac/role.yaml: always rendered.
 func (g *generator) baseRBAC() error {
 	const rel = "config/rbac/role.yaml"
-	data, err := g.read(rel)
+	body, err := g.rbacTemplate(rel)
 	if err != nil {
 		return err
 	}
+	g.files[generatedDir+"/rbac-manager.yaml"] = fmt.Sprintf(header, rel) + body
+	return nil
+}
+
+// rbacTemplate is the template of the roles in the file rel.
+func (g *generator) rbacTemplate(rel string) (string, error) {
+	data, err := g.read(rel)
+	if err != nil {
+		return "", err
+	}
 	docs, err := splitDocs(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", rel, err)
+		return "", fmt.Errorf("%s: %w", rel, err)
 	}
 	body, err := rbacDocs(&templ{}, docs)
 	if err != nil {
-		return fmt.Errorf("%s: %w", rel, err)
+		return "", fmt.Errorf("%s: %w", rel, err)
 	}
-	g.files[generatedDir+"/rbac-manager.yaml"] = fmt.Sprintf(header, rel) + body
-	return nil
+	return body, nil
 }
 
 // webhooks writes the template of the controller's webhooks.yaml, checking it declares the registry's

@@ -51,13 +51,9 @@ func (c *Cluster) StartInstalledManager(ctx context.Context, m InstalledManager)
 	if err := c.MountSecret(ctx, m.Namespace, m.CertSecret, certDir); err != nil {
 		return nil, err
 	}
-	var ports [3]int
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		ports[i] = p
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
 	}
 	probe := "127.0.0.1:" + strconv.Itoa(ports[1])
 	args := installedArgs(m, kubeconfigPath, certDir, ports)
@@ -86,7 +82,7 @@ func (c *Cluster) StartInstalledManager(ctx context.Context, m InstalledManager)
 
 // installedArgs are m.Args with $(POD_NAMESPACE) expanded and the process's own addresses, directory and
 // kubeconfig in place of the installation's.
-func installedArgs(m InstalledManager, kubeconfigPath, certDir string, ports [3]int) []string {
+func installedArgs(m InstalledManager, kubeconfigPath, certDir string, ports []int) []string {
 	var args []string
 	for _, a := range m.Args {
 		name, _, _ := strings.Cut(a, "=")

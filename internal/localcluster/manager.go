@@ -144,7 +144,28 @@ func (c *Cluster) createManagerIdentity(ctx context.Context) error {
 // readRoles returns the Roles (namespace defaulting to drover-system) and ClusterRoles in files; other
 // kinds are ignored. A missing file is skipped.
 func readRoles(files []string) ([]*unstructured.Unstructured, error) {
-	var roles []*unstructured.Unstructured
+	return readManifests(files, func(o *unstructured.Unstructured) (bool, error) {
+		if o.GetAPIVersion() != "rbac.authorization.k8s.io/v1" {
+			return false, nil
+		}
+		switch o.GetKind() {
+		case "ClusterRole":
+			o.SetNamespace("")
+		case "Role":
+			if o.GetNamespace() == "" {
+				o.SetNamespace(ManagerNamespace)
+			}
+		default:
+			return false, nil
+		}
+		return true, nil
+	})
+}
+
+// readManifests decodes the objects of files (a missing file is skipped) and returns those keep accepts;
+// keep may change the object it accepts.
+func readManifests(files []string, keep func(*unstructured.Unstructured) (bool, error)) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
 	for _, f := range files {
 		data, err := os.ReadFile(filepath.Clean(f))
 		if errors.Is(err, os.ErrNotExist) {
@@ -158,23 +179,16 @@ func readRoles(files []string) ([]*unstructured.Unstructured, error) {
 			return nil, fmt.Errorf("reading %s: %w", f, err)
 		}
 		for _, o := range objs {
-			if o.GetAPIVersion() != "rbac.authorization.k8s.io/v1" {
-				continue
+			ok, err := keep(o)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s %s: %w", f, o.GetKind(), o.GetName(), err)
 			}
-			switch o.GetKind() {
-			case "ClusterRole":
-				o.SetNamespace("")
-			case "Role":
-				if o.GetNamespace() == "" {
-					o.SetNamespace(ManagerNamespace)
-				}
-			default:
-				continue
+			if ok {
+				out = append(out, o)
 			}
-			roles = append(roles, o)
 		}
 	}
-	return roles, nil
+	return out, nil
 }
 
 // decodeYAML splits a multi-document YAML (or JSON) stream into objects, skipping empty documents.

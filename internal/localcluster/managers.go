@@ -43,13 +43,9 @@ func (c *Cluster) StartExtraManager(ctx context.Context, name string, args ...st
 	if name == "" || name == Manager || slices.ContainsFunc(c.Processes(), func(r ProcessRecord) bool { return r.Name == name }) {
 		return nil, fmt.Errorf("process name %q is empty or already used", name)
 	}
-	var ports [3]int
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		ports[i] = p
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
 	}
 	m := &ManagerProcess{LogPath: c.LogPath(name), WebhookAddr: "127.0.0.1:" + strconv.Itoa(ports[2]), egress: c.egress}
 	certDir := c.webhookCertDir(name)

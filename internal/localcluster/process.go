@@ -309,6 +309,19 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// freePorts returns n ports free on 127.0.0.1.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	return ports, nil
+}
+
 // TailFile returns the last n lines of the file at path (or a note that it cannot be read).
 func TailFile(path string, n int) string {
 	f, err := os.Open(filepath.Clean(path))

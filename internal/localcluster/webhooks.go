@@ -2,10 +2,7 @@ package localcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,30 +63,12 @@ func (c *Cluster) installWebhooks(ctx context.Context) error {
 // readWebhookConfigurations reads the webhook configurations of files (a missing file is skipped) and
 // rewrites them for installation (installedConfiguration).
 func readWebhookConfigurations(files []string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, f := range files {
-		data, err := os.ReadFile(filepath.Clean(f))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	return readManifests(files, func(o *unstructured.Unstructured) (bool, error) {
+		if o.GetKind() != "MutatingWebhookConfiguration" && o.GetKind() != "ValidatingWebhookConfiguration" {
+			return false, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		objs, err := decodeYAML(data)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", f, err)
-		}
-		for _, o := range objs {
-			if o.GetKind() != "MutatingWebhookConfiguration" && o.GetKind() != "ValidatingWebhookConfiguration" {
-				continue
-			}
-			if err := installedConfiguration(o); err != nil {
-				return nil, fmt.Errorf("%s: %s %s: %w", f, o.GetKind(), o.GetName(), err)
-			}
-			out = append(out, o)
-		}
-	}
-	return out, nil
+		return true, installedConfiguration(o)
+	})
 }
 
 // installedConfiguration turns a generated webhook configuration into the installed one, as kustomize's

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"maps"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -160,7 +161,7 @@ func TestPersistentPodStateValues(t *testing.T) {
 		{"Group": "demo.drover.dev", "Version": "v1alpha1", "Kind": "KVStore", "replicasPath": "spec.size"},
 		{"Group": "example.com", "Kind": "Shard"},
 	}
-	if len(whitelist.Workloads) != 2 || !mapsEqual(whitelist.Workloads[0], want[0]) || !mapsEqual(whitelist.Workloads[1], want[1]) {
+	if len(whitelist.Workloads) != 2 || !maps.Equal(whitelist.Workloads[0], want[0]) || !maps.Equal(whitelist.Workloads[1], want[1]) {
 		t.Errorf("whitelist %v, want %v", whitelist.Workloads, want)
 	}
 	role := &rbacv1.ClusterRole{}
@@ -178,18 +179,6 @@ func TestPersistentPodStateValues(t *testing.T) {
 			t.Errorf("PersistentPodState is disabled, yet %s %s", o.kind(), o.name())
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // guardArgs is the uninstall guard Job's --crds argument, "" without the Job.
