@@ -1,8 +1,8 @@
 package chart
 
 import (
-	"maps"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
