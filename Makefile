@@ -82,8 +82,7 @@ lint: tools-dev ## Run golangci-lint (config: .golangci.yml).
 .PHONY: verify
 verify: tools vet lint ## Regenerate everything and lint; fail on any diff or untracked generated file.
 	./hack/verify.sh
-	$(KUBECTL) kustomize config/default >/dev/null
-	$(KUBECTL) kustomize config/undeploy >/dev/null
+	KUBECTL=$(KUBECTL) ./hack/kustomize-check.sh
 	@echo "verify: clean"
 
 ##@ Build and run
