@@ -176,12 +176,21 @@ func addCAInjection(t *templ, meta object) {
 // release's, ClusterRoles join the manager's aggregated role, bindings name the manager's ServiceAccount.
 func rbacDocs(t *templ, docs []object) (string, error) {
 	var b strings.Builder
-	for _, doc := range docs {
+	for i := 0; i < len(docs); i++ {
+		doc := docs[i]
 		meta := child(doc, "metadata")
 		meta["name"] = namePrefix + str(meta, "name")
 		switch doc["kind"] {
 		case "ClusterRole":
-			child(meta, "labels")[aggregateLabel] = "true"
+			// Bound directly, not through the aggregated ClusterRole: at an uninstall, kube-controller-manager's
+			// aggregation controller reacts to the deletion of a labelled role by applying the aggregated role's
+			// rules, and its apply creates the aggregated role again when helm has just deleted it.
+			labels := child(meta, "labels")
+			delete(labels, aggregateLabel)
+			if len(labels) == 0 {
+				delete(meta, "labels")
+			}
+			docs = slices.Insert(docs, i+1, clusterRoleBinding(str(meta, "name")))
 		case "Role":
 		case "RoleBinding", "ClusterRoleBinding":
 			ref := child(doc, "roleRef")
@@ -209,4 +218,17 @@ func rbacDocs(t *templ, docs []object) (string, error) {
 // wrapEnabled renders body only when the controller is enabled.
 func wrapEnabled(controller, body string) string {
 	return fmt.Sprintf("{{- if include \"drover.controllerEnabled\" (list $ %q) }}\n%s{{- end }}\n", controller, body)
+}
+
+// clusterRoleBinding binds the ClusterRole name (already prefixed) to the manager's ServiceAccount; its
+// names are prefixed again by rbacDocs' RoleBinding case, so they are given without the prefix.
+func clusterRoleBinding(name string) object {
+	bare := strings.TrimPrefix(name, namePrefix)
+	return object{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       "ClusterRoleBinding",
+		"metadata":   object{"name": bare},
+		"roleRef":    object{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": bare},
+		"subjects":   []any{object{"kind": "ServiceAccount", "name": "manager", "namespace": "system"}},
+	}
 }

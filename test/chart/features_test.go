@@ -166,7 +166,8 @@ func TestPersistentPodStateValues(t *testing.T) {
 	}
 	role := &rbacv1.ClusterRole{}
 	find(t, objs, "ClusterRole", "drover-persistentpodstate-custom-workloads").into(t, role)
-	if role.Labels["drover.dev/aggregate-to-manager"] != "true" || len(role.Rules) != 2 ||
+	checkBoundDirectly(t, objs, "drover-persistentpodstate-custom-workloads")
+	if len(role.Rules) != 2 ||
 		!slices.Equal(role.Rules[1].Resources, []string{"shards"}) || !slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "watch"}) {
 		t.Errorf("custom workload ClusterRole %+v", role)
 	}

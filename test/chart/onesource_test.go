@@ -62,8 +62,18 @@ func TestChartMatchesConfig(t *testing.T) {
 		files := append(glob(t, "config/components/*/role.yaml"), glob(t, "config/rbac/*.yaml")...)
 		for _, f := range files {
 			for _, src := range readDocs(t, f) {
-				if src.kind() != "ServiceAccount" {
+				switch {
+				case src.kind() == "ServiceAccount":
+				case src.kind() == "ClusterRoleBinding" && !has(objs, src.kind(), "drover-"+src.name()):
+					// The chart binds a generated ClusterRole with a binding named after it.
+					var b rbacv1.ClusterRoleBinding
+					src.into(t, &b)
+					compareRBAC(t, src, find(t, objs, src.kind(), "drover-"+b.RoleRef.Name))
+				default:
 					compareRBAC(t, src, find(t, objs, src.kind(), "drover-"+src.name()))
+				}
+				if src.kind() == "ClusterRole" && strings.HasSuffix(src.name(), "-role") && src.name() != "manager-aggregated-role" {
+					checkBoundDirectly(t, objs, "drover-"+src.name())
 				}
 			}
 		}
@@ -154,10 +164,7 @@ func compareRBAC(t *testing.T, src, got object) {
 		if !equality.Semantic.DeepEqual(w.Rules, h.Rules) || !equality.Semantic.DeepEqual(w.AggregationRule, h.AggregationRule) {
 			t.Errorf("%s %s: rules differ from config/'s\nchart  %+v\nconfig %+v", src.kind(), h.Name, h.Rules, w.Rules)
 		}
-		if src.kind() == "ClusterRole" && strings.HasSuffix(w.Name, "-role") && w.Name != "manager-aggregated-role" &&
-			h.Labels["drover.dev/aggregate-to-manager"] != "true" {
-			t.Errorf("ClusterRole %s does not join the manager's aggregated role", h.Name)
-		}
+
 	case "ClusterRoleBinding", "RoleBinding":
 		var w, h rbacv1.RoleBinding
 		src.into(t, &w)
@@ -172,5 +179,27 @@ func compareRBAC(t *testing.T, src, got object) {
 		}
 	default:
 		t.Errorf("unexpected %s %s in config's RBAC", src.kind(), src.name())
+	}
+}
+
+func has(objs []object, kind, name string) bool {
+	return slices.ContainsFunc(objs, func(o object) bool { return o.kind() == kind && o.name() == name })
+}
+
+// checkBoundDirectly: a generated ClusterRole is bound to the manager by a ClusterRoleBinding of its own
+// name, and does not join the aggregated role (an uninstall would race kube-controller-manager's aggregation
+// controller, which applies the aggregated role again when a labelled role is deleted).
+func checkBoundDirectly(t *testing.T, objs []object, role string) {
+	t.Helper()
+	var r rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", role).into(t, &r)
+	if _, ok := r.Labels["drover.dev/aggregate-to-manager"]; ok {
+		t.Errorf("ClusterRole %s joins the aggregated role", role)
+	}
+	var b rbacv1.ClusterRoleBinding
+	find(t, objs, "ClusterRoleBinding", role).into(t, &b)
+	want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "drover-manager", Namespace: defaultNamespace}}
+	if b.RoleRef.Name != role || !equality.Semantic.DeepEqual(b.Subjects, want) {
+		t.Errorf("ClusterRoleBinding %s binds %s to %+v, want %s to %+v", role, b.RoleRef.Name, b.Subjects, role, want)
 	}
 }
