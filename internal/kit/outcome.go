@@ -2,6 +2,7 @@ package kit
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,24 @@ func (o *Outcome) Failed() bool { return len(o.errs) > 0 }
 // Harmless reports whether err needs no retry: a create refused because the namespace is terminating.
 func Harmless(err error) bool {
 	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
+
+// Refused reports whether the API server refused a write for what it contains: the CRD's schema or a
+// validation rule (422), a malformed or too large request (400, 413), or a validating webhook or admission
+// policy that denied it. The same write would be refused again, so a pass that computed it reports the
+// refusal (a condition, an event) and waits for its input to change instead of retrying in a loop. A
+// permission denied by RBAC is not a refusal of the content.
+func Refused(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsRequestEntityTooLargeError(err):
+		return true
+	case apierrors.IsForbidden(err):
+		msg := err.Error()
+		return strings.Contains(msg, "denied the request") || strings.Contains(msg, "ValidatingAdmissionPolicy")
+	}
+	return false
 }
 
 // Backoff keeps, per object, how many passes in a row lost a race, and turns each pass's Outcome into its

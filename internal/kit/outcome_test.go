@@ -120,3 +120,28 @@ func equalDurations(a, b []time.Duration) bool {
 	}
 	return true
 }
+
+func TestRefused(t *testing.T) {
+	gk := schema.GroupKind{Group: "apps.kruise.io", Kind: "PersistentPodState"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"the schema refuses", apierrors.NewInvalid(gk, "x", nil), true},
+		{"a bad request", apierrors.NewBadRequest("malformed"), true},
+		{"too large", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), true},
+		{"a webhook denies", apierrors.NewForbidden(gr, "x",
+			errors.New(`admission webhook "vpersistentpodstate.drover.dev" denied the request: already targeted`)), true},
+		{"RBAC forbids", apierrors.NewForbidden(gr, "x", errors.New("User cannot create resource")), false},
+		{"the namespace is terminating", terminatingErr(), false},
+		{"a conflict", errConflict, false},
+		{"a network error", errBoom, false},
+	}
+	for _, tt := range tests {
+		if got := Refused(tt.err); got != tt.want {
+			t.Errorf("%s: Refused = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}

@@ -119,16 +119,30 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 // resourceVersion): the pass is tried again shortly, without an error.
 var errLostRace = errors.New("lost a race with another writer")
 
+// errRefused is a write the API server refused for its content (kit.Refused): reported with an event, and
+// not retried until the workload's annotations (or a PersistentPodState in its way) change.
+var errRefused = errors.New("refused by the API server")
+
 // result turns a write step's error into the pass's return through the kit's outcome: a lost race is
-// retried quietly after the conflict backoff, another error is returned.
+// retried quietly after the conflict backoff, a refusal is not retried, another error is returned.
 func (g *Generator) result(key WorkloadKey, err error) (ctrl.Result, error) {
 	var out kit.Outcome
-	if errors.Is(err, errLostRace) {
+	switch {
+	case errors.Is(err, errLostRace):
 		out.Conflict()
-	} else {
+	case errors.Is(err, errRefused):
+	default:
 		out.Error(err)
 	}
 	return g.backoff.Result(key.nn(), &out)
+}
+
+// refused reports a write the API server refused on the workload, and returns errRefused.
+func refused(ev *kit.Events, verb string, pps *kruisev1alpha1.PersistentPodState, err error) error {
+	ev.Warning(kruisev1alpha1.ReasonPersistentPodStateRefused, generatorEventsAction, nil,
+		"the API server refused to %s PersistentPodState %s from the workload's annotations: %v; drover tries again when they change",
+		verb, pps.Name, err)
+	return errRefused
 }
 
 func (g *Generator) create(ctx context.Context, desired *kruisev1alpha1.PersistentPodState, ev *kit.Events) error {
@@ -138,6 +152,9 @@ func (g *Generator) create(ctx context.Context, desired *kruisev1alpha1.Persiste
 		}
 		if apierrors.IsAlreadyExists(err) {
 			return errLostRace
+		}
+		if kit.Refused(err) {
+			return refused(ev, "create", desired, err)
 		}
 		return fmt.Errorf("creating PersistentPodState %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
@@ -154,6 +171,9 @@ func (g *Generator) update(ctx context.Context, existing, desired *kruisev1alpha
 	if err := g.cfg.Client.Update(ctx, updated); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return errLostRace
+		}
+		if kit.Refused(err) {
+			return refused(ev, "update", updated, err)
 		}
 		return fmt.Errorf("updating PersistentPodState %s/%s: %w", existing.Namespace, existing.Name, err)
 	}

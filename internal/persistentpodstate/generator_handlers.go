@@ -103,12 +103,22 @@ func (generatorPPSHandler) Update(_ context.Context, e event.TypedUpdateEvent[cl
 	}
 }
 
+// Delete asks about the owner of a deleted PPS, and about its target: a workload whose generated PPS was
+// refused because this one tracked it gets its PPS now.
 func (generatorPPSHandler) Delete(_ context.Context, e event.TypedDeleteEvent[client.Object], q workloadQueue) {
 	if e.Object == nil {
 		return
 	}
-	if k, ok := ownerKeyOf(e.Object); ok {
-		q.Add(k)
+	owner, owned := ownerKeyOf(e.Object)
+	if owned {
+		q.Add(owner)
+	}
+	if pps, ok := e.Object.(*kruisev1alpha1.PersistentPodState); ok {
+		if gk, err := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef); err == nil && pps.Spec.TargetRef.Name != "" {
+			if target := (WorkloadKey{Group: gk.Group, Kind: gk.Kind, Namespace: pps.Namespace, Name: pps.Spec.TargetRef.Name}); !owned || target != owner {
+				q.Add(target)
+			}
+		}
 	}
 }
 

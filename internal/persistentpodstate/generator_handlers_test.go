@@ -117,9 +117,10 @@ func TestGeneratorPPSHandler(t *testing.T) {
 		want []WorkloadKey
 	}{
 		"owned by a StatefulSet": {pps: owned().Obj(), want: []WorkloadKey{stsKey}},
-		"owned by a custom kind": {pps: free().ControlledBy("demo.drover.dev/v1alpha1", "KVStore", "kv", "kv-uid").Obj(),
-			want: []WorkloadKey{{Group: kvGVK.Group, Kind: kvGVK.Kind, Namespace: testNS, Name: "kv"}}},
-		"no controller": {pps: free().Obj()},
+		// The deleted PPS's target is asked about too: its own generated PPS may have been refused.
+		"owned by a custom kind, targeting the StatefulSet": {pps: free().ControlledBy("demo.drover.dev/v1alpha1", "KVStore", "kv", "kv-uid").Obj(),
+			want: []WorkloadKey{{Group: kvGVK.Group, Kind: kvGVK.Kind, Namespace: testNS, Name: "kv"}, stsKey}},
+		"no controller": {pps: free().Obj(), want: []WorkloadKey{stsKey}},
 	}
 	for name, tc := range deletes {
 		t.Run("delete, "+name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package persistentpodstate
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,6 +284,10 @@ func TestGeneratorInvalidAnnotations(t *testing.T) {
 			annotations: map[string]string{annAuto: "true", annRequired: " , ", annPreferred: ","}},
 		"invalid label key":                {annotations: map[string]string{annAuto: "true", annRequired: "bad key!"}},
 		"invalid persisted annotation key": {annotations: map[string]string{annAuto: "true", annPreferred: zoneKey, annPersist: "bad key!"}},
+		"more topology keys than a PersistentPodState holds": {annotations: map[string]string{annAuto: "true",
+			annRequired: manyKeys(kruisev1alpha1.MaxTopologyKeys + 8)}},
+		"more persisted annotations than a PersistentPodState holds": {annotations: map[string]string{annAuto: "true",
+			annPreferred: zoneKey, annPersist: manyKeys(kruisev1alpha1.MaxPersistentPodAnnotations + 1)}},
 		"invalid label key with an owned PPS": {annotations: map[string]string{annAuto: "true", annRequired: "bad key!"},
 			existing: testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required(zoneKey).Obj()},
 	}
@@ -439,6 +445,55 @@ func TestGeneratorLostRacesAreRetried(t *testing.T) {
 			}
 			if got := f.rec.take(); len(got) != 0 {
 				t.Errorf("events %v for a write that did not happen, want none", got)
+			}
+		})
+	}
+}
+
+// manyKeys is a comma list of n distinct label keys.
+func manyKeys(n int) string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("example.com/key-%d", i)
+	}
+	return strings.Join(keys, ",")
+}
+
+// A PersistentPodState the API server refuses for its content (its schema, or the webhook because another
+// PersistentPodState already tracks the workload) is reported once with a warning event on the workload and
+// not retried: the pass returns neither an error nor a requeue, so only a change of the workload's
+// annotations (or the deletion of the PersistentPodState in its way) brings the generator back.
+func TestGeneratorRefusalsAreReportedNotRetried(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps.kruise.io", Resource: "persistentpodstates"}
+	gk := schema.GroupKind{Group: "apps.kruise.io", Kind: "PersistentPodState"}
+	owned := testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required("old-key").Obj()
+	denied := apierrors.NewForbidden(gr, "web", errors.New(`admission webhook "vpersistentpodstate.drover.dev" denied the request: `+
+		`spec.targetRef: Forbidden: PersistentPodState "claimed" already targets StatefulSet apps/v1 web in this namespace`))
+	tests := map[string]struct {
+		existing client.Object
+		hooks    interceptor.Funcs
+	}{
+		"create: another PersistentPodState tracks the workload": {hooks: interceptor.Funcs{
+			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return denied }}},
+		"create: the schema refuses": {hooks: interceptor.Funcs{
+			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+				return apierrors.NewInvalid(gk, "web", nil)
+			}}},
+		"update: the schema refuses": {existing: owned, hooks: interceptor.Funcs{
+			Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+				return apierrors.NewInvalid(gk, "web", nil)
+			}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{annotatedSTS(fullAnnotations).Obj()}
+			if tc.existing != nil {
+				objs = append(objs, tc.existing)
+			}
+			f := newGenFixtureWithHooks(t, tc.hooks, objs...)
+			f.reconcile(t, stsKey)
+			if diff := cmp.Diff([]string{"PersistentPodStateRefused on *v1.StatefulSet web"}, f.rec.takeRegarding()); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
 	}

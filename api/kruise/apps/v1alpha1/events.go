@@ -39,4 +39,8 @@ const (
 	// ReasonInvalidPersistentPodStateAnnotations (Warning): the workload's annotations do not describe a valid
 	// PersistentPodState.
 	ReasonInvalidPersistentPodStateAnnotations = "InvalidPersistentPodStateAnnotations"
+	// ReasonPersistentPodStateRefused (Warning): the API server refused the PersistentPodState the
+	// annotations describe (its schema, or the PersistentPodState webhook: another PersistentPodState already
+	// tracks the workload); the generator tries again when the annotations change.
+	ReasonPersistentPodStateRefused = "PersistentPodStateRefused"
 )

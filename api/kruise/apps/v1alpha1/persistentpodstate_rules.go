@@ -111,12 +111,16 @@ func validateUniqueTarget(newObj *PersistentPodState, others []PersistentPodStat
 		"PersistentPodState %q already targets %s in this namespace; a workload is tracked by at most one", conflict, targetString(newObj.Spec.TargetRef)))}
 }
 
-// validateTopology checks the required and preferred topology terms.
+// validateTopology checks the required and preferred topology terms. The list bounds of the CRD's schema
+// are checked here too, so that the generator refuses, with a field path, what the schema would refuse.
 func validateTopology(spec *PersistentPodStateSpec, specPath *field.Path) field.ErrorList {
 	if spec.RequiredPersistentTopology == nil && len(spec.PreferredPersistentTopology) == 0 {
 		return field.ErrorList{field.Required(specPath, "requiredPersistentTopology or preferredPersistentTopology must be set")}
 	}
 	var errs field.ErrorList
+	if n := len(spec.PreferredPersistentTopology); n > MaxPreferredTerms {
+		errs = append(errs, field.TooMany(specPath.Child("preferredPersistentTopology"), n, MaxPreferredTerms))
+	}
 	if r := spec.RequiredPersistentTopology; r != nil {
 		errs = append(errs, validateTopologyKeys(r.NodeTopologyKeys, specPath.Child("requiredPersistentTopology", "nodeTopologyKeys"))...)
 	}
@@ -135,6 +139,9 @@ func validateTopologyKeys(keys []string, path *field.Path) field.ErrorList {
 	if len(keys) == 0 {
 		return field.ErrorList{field.Required(path, "at least one node label key")}
 	}
+	if len(keys) > MaxTopologyKeys {
+		return field.ErrorList{field.TooMany(path, len(keys), MaxTopologyKeys)}
+	}
 	var errs field.ErrorList
 	for i, key := range keys {
 		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
@@ -148,6 +155,9 @@ func validateTopologyKeys(keys []string, path *field.Path) field.ErrorList {
 
 // validatePersistentPodAnnotations checks the annotation keys: each set, an annotation key, none repeated.
 func validatePersistentPodAnnotations(list []PersistentPodAnnotation, path *field.Path) field.ErrorList {
+	if len(list) > MaxPersistentPodAnnotations {
+		return field.ErrorList{field.TooMany(path, len(list), MaxPersistentPodAnnotations)}
+	}
 	var errs field.ErrorList
 	for i, a := range list {
 		p := path.Index(i).Child("key")

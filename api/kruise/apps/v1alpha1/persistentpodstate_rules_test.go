@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -97,6 +98,24 @@ func TestValidatePersistentPodStateCreate(t *testing.T) {
 			{field.ErrorTypeInvalid, "spec.preferredPersistentTopology[1].weight"},
 			{field.ErrorTypeInvalid, "spec.preferredPersistentTopology[2].weight"},
 			{field.ErrorTypeRequired, "spec.preferredPersistentTopology[2].preference.nodeTopologyKeys"},
+		}},
+		{name: "more items than the CRD allows: one TooMany per list", mutate: func(p *kruisev1alpha1.PersistentPodState) {
+			keys := make([]string, kruisev1alpha1.MaxTopologyKeys+1)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("k%d", i)
+			}
+			p.Spec.RequiredPersistentTopology.NodeTopologyKeys = keys
+			for i := range kruisev1alpha1.MaxPreferredTerms {
+				p.Spec.PreferredPersistentTopology = append(p.Spec.PreferredPersistentTopology, kruisev1alpha1.PreferredTopologyTerm{
+					Weight: 1, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{fmt.Sprintf("p%d", i)}}})
+			}
+			for _, k := range keys {
+				p.Spec.PersistentPodAnnotations = append(p.Spec.PersistentPodAnnotations, kruisev1alpha1.PersistentPodAnnotation{Key: k})
+			}
+		}, want: []cause{
+			{field.ErrorTypeTooMany, "spec.preferredPersistentTopology"},
+			{field.ErrorTypeTooMany, "spec.requiredPersistentTopology.nodeTopologyKeys"},
+			{field.ErrorTypeTooMany, "spec.persistentPodAnnotations"},
 		}},
 		{name: "invalid and repeated topology keys, per key", mutate: func(p *kruisev1alpha1.PersistentPodState) {
 			p.Spec.RequiredPersistentTopology.NodeTopologyKeys = []string{"zone", "bad key", "zone", "-x", "zone"}
