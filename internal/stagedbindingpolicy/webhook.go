@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -45,6 +46,27 @@ type Validator struct {
 }
 
 var _ admission.Validator[*communityv1alpha1.StagedBindingPolicy] = Validator{}
+
+// Bounds are the sizes of the CRD's schema, checked before any CEL is compiled (see webhook.Bounded): the
+// number of stages and the length of each expression.
+func (Validator) Bounds(sbp *communityv1alpha1.StagedBindingPolicy) field.ErrorList {
+	stages := field.NewPath("spec", "stages")
+	var errs field.ErrorList
+	if n := len(sbp.Spec.Stages); n > communityv1alpha1.MaxStages {
+		return field.ErrorList{field.TooMany(stages, n, communityv1alpha1.MaxStages)}
+	}
+	for i := range sbp.Spec.Stages {
+		st := &sbp.Spec.Stages[i]
+		for _, e := range []struct{ name, expr string }{
+			{"filter", st.Filter}, {"condition", st.Condition}, {"failureCondition", st.FailureCondition},
+		} {
+			if len(e.expr) > communityv1alpha1.MaxExpressionLength {
+				errs = append(errs, field.TooLong(stages.Index(i).Child(e.name), "", communityv1alpha1.MaxExpressionLength))
+			}
+		}
+	}
+	return errs
+}
 
 // ValidateCreate applies every rule.
 func (v Validator) ValidateCreate(_ context.Context, sbp *communityv1alpha1.StagedBindingPolicy) (

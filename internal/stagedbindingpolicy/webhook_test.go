@@ -3,6 +3,7 @@ package stagedbindingpolicy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
@@ -245,4 +247,34 @@ func TestStagedBindingPolicyValidatingHandler(t *testing.T) {
 	if got := testutil.DeniedFields(t, resp); !cmp.Equal(got, []string{"spec.stages[0].filter"}) {
 		t.Errorf("denied fields = %v, want the filter", got)
 	}
+}
+
+// The webhook refuses more stages, or a longer expression, than the CRD allows before compiling any CEL.
+func TestStagedBindingPolicyBoundsComeFirst(t *testing.T) {
+	long := strings.Repeat("1 == 1 && ", communityv1alpha1.MaxExpressionLength/10) + "true"
+	sbp := seedStagedBindingPolicy(t)
+	sbp.Spec.Stages[0].Condition = long
+	sbp.Spec.Stages[1].Filter = "not CEL at all ((("
+	if got := fieldsOf(Validator{}.Bounds(sbp)); !cmp.Equal(got, []string{"spec.stages[0].condition"}) {
+		t.Errorf("bounds of a long condition: %v, want only its field (the bad filter is left to compilation)", got)
+	}
+	for len(sbp.Spec.Stages) <= communityv1alpha1.MaxStages {
+		st := sbp.Spec.Stages[1]
+		st.Name = fmt.Sprintf("extra-%d", len(sbp.Spec.Stages))
+		sbp.Spec.Stages = append(sbp.Spec.Stages, st)
+	}
+	if got := fieldsOf(Validator{}.Bounds(sbp)); !cmp.Equal(got, []string{"spec.stages"}) {
+		t.Errorf("bounds of %d stages: %v, want spec.stages", len(sbp.Spec.Stages), got)
+	}
+	if errs := (Validator{}).Bounds(seedStagedBindingPolicy(t)); len(errs) > 0 {
+		t.Errorf("the seed is within bounds, got %v", errs)
+	}
+}
+
+func fieldsOf(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Field)
+	}
+	return out
 }

@@ -101,6 +101,35 @@ func DefaultTApp(app, old *tkestackv1.TApp) {
 	}
 }
 
+// Bounds are the counts of the CRD's schema, checked by both webhooks before any other work (see
+// webhook.Bounded): a templatePool of thousands of pod templates is refused at once instead of being
+// defaulted, diffed and dry-run.
+func (Defaulter) Bounds(app *tkestackv1.TApp) field.ErrorList { return CountBounds(app) }
+
+// Bounds: see Defaulter.Bounds.
+func (Validator) Bounds(app *tkestackv1.TApp) field.ErrorList { return CountBounds(app) }
+
+// CountBounds checks the counts the CRD's schema bounds: templatePool, statuses, templates and
+// volumeClaimTemplates.
+func CountBounds(app *tkestackv1.TApp) field.ErrorList {
+	spec, path := &app.Spec, field.NewPath("spec")
+	var errs field.ErrorList
+	for _, b := range []struct {
+		name   string
+		n, max int
+	}{
+		{"templatePool", len(spec.TemplatePool), tkestackv1.MaxTemplatePool},
+		{"statuses", len(spec.Statuses), tkestackv1.MaxReplicas},
+		{"templates", len(spec.Templates), tkestackv1.MaxReplicas},
+		{"volumeClaimTemplates", len(spec.VolumeClaimTemplates), tkestackv1.MaxVolumeClaimTemplates},
+	} {
+		if b.n > b.max {
+			errs = append(errs, field.TooMany(path.Child(b.name), b.n, b.max))
+		}
+	}
+	return errs
+}
+
 // Validator validates TApps on CREATE and UPDATE. DELETE is always allowed (and not registered).
 type Validator struct {
 	// DryRun sends the server-side dry-run creates of the templates' pods (tapp_webhook_dryrun.go). Its writes

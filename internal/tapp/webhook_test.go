@@ -3,6 +3,7 @@ package tapp
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -324,4 +325,37 @@ func TestTAppValidatingHandler(t *testing.T) {
 			t.Errorf("causes (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// Both webhooks refuse a TApp past the CRD's counts right after decoding, with a 422 naming each field and
+// no patch: the mutating webhook sees the object before the API server's schema check does, and defaulting
+// and diffing thousands of pod templates took it longer than the API server waits.
+func TestTAppWebhooksCheckBoundsFirst(t *testing.T) {
+	app := makeTApp(func(a *tkestackv1.TApp) {
+		a.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{}
+		for i := range 2000 {
+			a.Spec.TemplatePool["t"+strconv.Itoa(i)] = *a.Spec.Template.DeepCopy()
+		}
+		a.Spec.VolumeClaimTemplates = make([]corev1.PersistentVolumeClaim, tkestackv1.MaxVolumeClaimTemplates+1)
+	})
+	raw, err := json.Marshal(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutating, validating := tappHandlers()
+	for name, h := range map[string]admission.Handler{"mutating": mutating, "validating": validating} {
+		resp := h.Handle(context.Background(), tappRequest(admissionv1.Create, raw, nil))
+		if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 || len(resp.Patches) > 0 {
+			t.Errorf("%s: allowed=%t result=%+v patches=%d; want a 422 and no patch", name, resp.Allowed, resp.Result, len(resp.Patches))
+			continue
+		}
+		var fields []string
+		for _, c := range resp.Result.Details.Causes {
+			fields = append(fields, string(c.Type)+" "+c.Field)
+		}
+		want := []string{"FieldValueTooMany spec.templatePool", "FieldValueTooMany spec.volumeClaimTemplates"}
+		if diff := cmp.Diff(want, fields); diff != "" {
+			t.Errorf("%s: causes (-want +got):\n%s", name, diff)
+		}
+	}
 }

@@ -53,7 +53,7 @@ func NewKindWebhooks[T client.Object](scheme *runtime.Scheme, newObj func() T,
 		MutatePath:   kit.WebhookPath(true, gvk),
 		ValidatePath: kit.WebhookPath(false, gvk),
 		Mutating: &admission.Webhook{
-			Handler:      &defaultingHandler[T]{defaulter: defaulter, decoder: decoder, newObj: newObj},
+			Handler:      &defaultingHandler[T]{defaulter: defaulter, decoder: decoder, newObj: newObj, gk: gvk.GroupKind()},
 			RecoverPanic: ptr.To(true),
 		},
 		Validating: &admission.Webhook{
@@ -96,6 +96,29 @@ type defaultingHandler[T runtime.Object] struct {
 	defaulter admission.Defaulter[T]
 	decoder   admission.Decoder
 	newObj    func() T
+	gk        schema.GroupKind
+}
+
+// Bounded is implemented by a kind's Defaulter or Validator when the kind has bounds that are cheap to check
+// (counts and sizes its CRD's schema also sets): both handlers check them right after decoding, before any
+// expensive step (defaulting and its patch, renders, dry runs, CEL), and refuse an object past them with a
+// 422 naming the field. The API server checks the schema only after the mutating webhooks, so without this
+// an oversized object would cost the mutating webhook a full defaulting pass.
+type Bounded[T any] interface {
+	Bounds(obj T) field.ErrorList
+}
+
+// checkBounds returns the 422 of an object past the bounds of impl (a Defaulter or Validator), if it
+// declares any.
+func checkBounds[T any](impl any, obj T, gk schema.GroupKind, name string) (admission.Response, bool) {
+	b, ok := impl.(Bounded[T])
+	if !ok {
+		return admission.Response{}, false
+	}
+	if errs := b.Bounds(obj); len(errs) > 0 {
+		return ErrorResponse(apierrors.NewInvalid(gk, name, errs), nil), true
+	}
+	return admission.Response{}, false
 }
 
 // Handle decodes the object, defaults it and returns the patch of the defaulted fields. An object that does
@@ -108,6 +131,9 @@ func (h *defaultingHandler[T]) Handle(ctx context.Context, req admission.Request
 	obj := h.newObj()
 	if errs := DecodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
 		return admission.Allowed("not decodable: left to the API server's schema check and the validating webhook")
+	}
+	if resp, refused := checkBounds(h.defaulter, obj, h.gk, req.Name); refused {
+		return resp
 	}
 	before, err := json.Marshal(obj)
 	if err != nil {
@@ -169,6 +195,9 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 	case admissionv1.Create, admissionv1.Update:
 		if errs := DecodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
 			return ErrorResponse(apierrors.NewInvalid(h.gk, req.Name, errs), nil)
+		}
+		if resp, refused := checkBounds(h.validator, obj, h.gk, req.Name); refused {
+			return resp
 		}
 		old := h.newObj()
 		if req.Operation == admissionv1.Update && len(DecodeObject(h.decoder, req.OldObject, old)) == 0 {
