@@ -1,6 +1,7 @@
 package sbpcel
 
 import (
+	"fmt"
 	"errors"
 	"regexp"
 	"strings"
@@ -186,5 +187,29 @@ func TestEstimatedCost(t *testing.T) {
 	}
 	if readmeCost < 100*cheapCost {
 		t.Errorf("README condition cost %d should reflect the nested loops over results, rows and columns", readmeCost)
+	}
+}
+
+// A compile error report quotes the first errors in source order, each with its position and source line,
+// and counts the rest: formatting every error of a long one-line expression with its line took longer than
+// compiling it.
+func TestCompileReportIsBounded(t *testing.T) {
+	terms := make([]string, 40)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("undeclared%d == 1", i)
+	}
+	_, err := NewCache(Options{}).Compile(Condition, strings.Join(terms, " && "))
+	if err == nil {
+		t.Fatal("an expression of undeclared variables compiled")
+	}
+	msg := err.Error()
+	if got := strings.Count(msg, "ERROR: <input>:1:"); got != maxReportedIssues {
+		t.Errorf("the report quotes %d errors, want %d:\n%s", got, maxReportedIssues, msg)
+	}
+	if !strings.Contains(msg, "undeclared reference to 'undeclared0'") || strings.Contains(msg, "'undeclared5'") {
+		t.Errorf("the report does not quote the first errors in source order:\n%s", msg)
+	}
+	if !strings.Contains(msg, "35 more errors were truncated") {
+		t.Errorf("the report does not count the rest:\n%s", msg)
 	}
 }
