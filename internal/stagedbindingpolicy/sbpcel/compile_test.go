@@ -1,8 +1,8 @@
 package sbpcel
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
