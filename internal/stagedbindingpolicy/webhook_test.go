@@ -2,6 +2,7 @@ package stagedbindingpolicy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -277,4 +278,42 @@ func fieldsOf(errs field.ErrorList) []string {
 		out = append(out, e.Field)
 	}
 	return out
+}
+
+// One answer lists every error: an unparsable duration in one stage does not hide a CEL error in another;
+// the validation of the rest says nothing about the removed duration itself.
+func TestStagedBindingPolicyEveryErrorInOneAnswer(t *testing.T) {
+	w, err := webhook.NewKindWebhooks(scheme.New(), func() *communityv1alpha1.StagedBindingPolicy { return &communityv1alpha1.StagedBindingPolicy{} },
+		nil, Validator{CEL: sbpTestCEL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedJSON, err := yaml.YAMLToJSON([]byte(testutil.SeedSBPYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(seedJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	stages := doc["spec"].(map[string]any)["stages"].([]any)
+	stages[0].(map[string]any)["minDuration"] = "ten minutes"
+	stages[1].(map[string]any)["condition"] = "undeclaredVariable == 1"
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := w.Validating.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "1", Operation: admissionv1.Create, Name: "nginx-staged-bindingpolicy",
+		Kind:   metav1.GroupVersionKind{Group: "community.kubestellar.io", Version: "v1alpha1", Kind: "StagedBindingPolicy"},
+		Object: runtime.RawExtension{Raw: raw},
+	}})
+	want := []string{"spec.stages[0].minDuration", "spec.stages[1].condition"}
+	if got := testutil.DeniedFields(t, resp); !cmp.Equal(got, want) {
+		t.Errorf("denied fields = %v, want %v (message %q)", got, want, resp.Result.Message)
+	}
+	if !strings.Contains(resp.Result.Message, "undeclared reference to 'undeclaredVariable'") ||
+		!strings.Contains(resp.Result.Message, "ten minutes") {
+		t.Errorf("the message does not carry both errors: %q", resp.Result.Message)
+	}
 }

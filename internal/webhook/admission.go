@@ -108,14 +108,17 @@ type Bounded[T any] interface {
 	Bounds(obj T) field.ErrorList
 }
 
-// checkBounds returns the 422 of an object past the bounds of impl (a Defaulter or Validator), if it
-// declares any.
-func checkBounds[T any](impl any, obj T, gk schema.GroupKind, name string) (admission.Response, bool) {
-	b, ok := impl.(Bounded[T])
-	if !ok {
-		return admission.Response{}, false
+// boundsOf are the errors of obj against the bounds of impl (a Defaulter or Validator), if it declares any.
+func boundsOf[T any](impl any, obj T) field.ErrorList {
+	if b, ok := impl.(Bounded[T]); ok {
+		return b.Bounds(obj)
 	}
-	if errs := b.Bounds(obj); len(errs) > 0 {
+	return nil
+}
+
+// checkBounds returns the 422 of an object past the bounds of impl, if it declares any.
+func checkBounds[T any](impl any, obj T, gk schema.GroupKind, name string) (admission.Response, bool) {
+	if errs := boundsOf(impl, obj); len(errs) > 0 {
 		return ErrorResponse(apierrors.NewInvalid(gk, name, errs), nil), true
 	}
 	return admission.Response{}, false
@@ -194,17 +197,12 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
 		if errs := DecodeObject(h.decoder, req.Object, obj); len(errs) > 0 {
-			return ErrorResponse(apierrors.NewInvalid(h.gk, req.Name, errs), nil)
+			return ErrorResponse(h.undecodable(ctx, req, errs), nil)
 		}
 		if resp, refused := checkBounds(h.validator, obj, h.gk, req.Name); refused {
 			return resp
 		}
-		old := h.newObj()
-		if req.Operation == admissionv1.Update && len(DecodeObject(h.decoder, req.OldObject, old)) == 0 {
-			warnings, err = h.validator.ValidateUpdate(ctx, old, obj)
-		} else {
-			warnings, err = h.validator.ValidateCreate(ctx, obj)
-		}
+		warnings, err = h.validate(ctx, req, obj)
 	case admissionv1.Delete:
 		// The deleted object is in OldObject. Delete rules need its name only when it does not decode.
 		if errs := DecodeObject(h.decoder, req.OldObject, obj); len(errs) > 0 {
@@ -220,6 +218,32 @@ func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request
 		return ErrorResponse(err, warnings)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// validate runs the validator on obj for a CREATE or an UPDATE. On UPDATE, a stored object that no longer
+// decodes is no reason to deny: obj is then validated as on CREATE.
+func (h *validatingHandler[T]) validate(ctx context.Context, req admission.Request, obj T) (admission.Warnings, error) {
+	old := h.newObj()
+	if req.Operation == admissionv1.Update && len(DecodeObject(h.decoder, req.OldObject, old)) == 0 {
+		return h.validator.ValidateUpdate(ctx, old, obj)
+	}
+	return h.validator.ValidateCreate(ctx, obj)
+}
+
+// undecodable is the 422 of an object with values that do not decode (errs): those errors, and what the
+// validator finds in the rest of the object (see partial.go), so that one answer lists every error.
+func (h *validatingHandler[T]) undecodable(ctx context.Context, req admission.Request, errs field.ErrorList) *apierrors.StatusError {
+	invalid := apierrors.NewInvalid(h.gk, req.Name, errs)
+	removed := fieldsOf(errs)
+	rest := h.newObj()
+	if !decodeWithout(h.decoder, req.Object.Raw, removed, rest) {
+		return invalid
+	}
+	if berrs := boundsOf(h.validator, rest); len(berrs) > 0 {
+		return withValidation(invalid, apierrors.NewInvalid(h.gk, req.Name, berrs), removed)
+	}
+	_, err := h.validate(ctx, req, rest)
+	return withValidation(invalid, err, removed)
 }
 
 // ErrorResponse denies with the API status of err (422 Invalid with its causes, 403 Forbidden, ...); an
