@@ -114,8 +114,11 @@ func (e *celEnv) compile(kind Kind, expr string) (*cel.Ast, cel.Program, *Error)
 	}
 	out := checked.OutputType()
 	if !out.IsExactType(types.BoolType) && !out.IsExactType(types.DynType) {
-		return nil, nil, newError(kind, ReasonCompileError,
-			"expression must evaluate to bool, but its type is %s", out.String())
+		// Reported as the compiler reports a type error: at the position of the outermost expression.
+		root := checked.NativeRep()
+		e := &common.Error{Location: root.SourceInfo().GetStartLocation(root.Expr().ID()),
+			Message: fmt.Sprintf("expression must evaluate to bool, but its type is %s", out.String())}
+		return nil, nil, newError(kind, ReasonCompileError, "%s", e.ToDisplayString(common.NewTextSource(expr)))
 	}
 	prg, err := e.env.Program(checked)
 	if err != nil {
