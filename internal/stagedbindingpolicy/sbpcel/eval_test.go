@@ -256,6 +256,9 @@ func TestRuntimeErrors(t *testing.T) {
 			expr: `results['deployment-status'][0].cluster`, cs: csDevOne,
 			wantReason: ReasonNonBoolResult, wantMessage: "string",
 		},
+		// The types of dyn(...) are known only when it runs: admitted, and a NonBoolResult on evaluation.
+		"dyn literal": {expr: `dyn(1)`, cs: csDevOne, wantReason: ReasonNonBoolResult, wantMessage: "int"},
+		"dyn string":  {expr: `dyn('x')`, cs: csDevOne, wantReason: ReasonNonBoolResult, wantMessage: "string"},
 		"dyn null": {
 			expr: `results['deployment-status'][0].observedAt`, cs: csDevOne,
 			wantReason: ReasonNonBoolResult, wantMessage: "null_type",
