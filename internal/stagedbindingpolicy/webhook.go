@@ -69,9 +69,9 @@ func (Validator) Bounds(sbp *communityv1alpha1.StagedBindingPolicy) field.ErrorL
 }
 
 // ValidateCreate applies every rule.
-func (v Validator) ValidateCreate(_ context.Context, sbp *communityv1alpha1.StagedBindingPolicy) (
+func (v Validator) ValidateCreate(ctx context.Context, sbp *communityv1alpha1.StagedBindingPolicy) (
 	admission.Warnings, error) {
-	if errs := stager.Validate(sbp, v.CEL); len(errs) > 0 {
+	if errs := stager.ValidateBefore(ctx, sbp, v.CEL); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(sbpGK, sbp.Name, errs)
 	}
 	return stager.Warnings(nil, sbp, v.CEL), nil
@@ -80,12 +80,12 @@ func (v Validator) ValidateCreate(_ context.Context, sbp *communityv1alpha1.Stag
 // ValidateUpdate applies every rule when the spec changed; an update that leaves the spec as it was (an
 // annotation, a label, drover's own removal of a consumed annotation) is admitted without validating the
 // spec again, so an object admitted under older rules stays editable.
-func (v Validator) ValidateUpdate(_ context.Context, oldSBP, newSBP *communityv1alpha1.StagedBindingPolicy) (
+func (v Validator) ValidateUpdate(ctx context.Context, oldSBP, newSBP *communityv1alpha1.StagedBindingPolicy) (
 	admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(oldSBP.Spec, newSBP.Spec) {
 		return stager.Warnings(oldSBP, newSBP, nil), nil
 	}
-	if errs := stager.Validate(newSBP, v.CEL); len(errs) > 0 {
+	if errs := stager.ValidateBefore(ctx, newSBP, v.CEL); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(sbpGK, newSBP.Name, errs)
 	}
 	return stager.Warnings(oldSBP, newSBP, v.CEL), nil

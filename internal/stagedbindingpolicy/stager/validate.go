@@ -1,6 +1,7 @@
 package stager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -19,13 +20,19 @@ import (
 // (the webhook was bypassed). Every expression is compiled through the cache, so an admitted object's
 // expressions are compiled once.
 func Validate(sbp *communityv1alpha1.StagedBindingPolicy, cel *sbpcel.Cache) field.ErrorList {
+	return ValidateBefore(context.Background(), sbp, cel)
+}
+
+// ValidateBefore is Validate for the admission webhook: it stops compiling expressions once ctx is done (the
+// API server gave up waiting, so the answer reaches no one) and reports the stages left unchecked.
+func ValidateBefore(ctx context.Context, sbp *communityv1alpha1.StagedBindingPolicy, cel *sbpcel.Cache) field.ErrorList {
 	var errs field.ErrorList
 	if len(sbp.Name) > communityv1alpha1.MaxNameLength {
 		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), sbp.Name, communityv1alpha1.MaxNameLength))
 	}
 	spec := field.NewPath("spec")
 	errs = append(errs, validateDownsync(sbp.Spec.Downsync, spec.Child("downsync"))...)
-	errs = append(errs, validateStages(sbp.Spec.Stages, spec.Child("stages"), cel)...)
+	errs = append(errs, validateStages(ctx, sbp.Spec.Stages, spec.Child("stages"), cel)...)
 	switch sbp.Spec.Mode {
 	case "", communityv1alpha1.ModeExclusive, communityv1alpha1.ModeCumulative:
 	default:
@@ -67,7 +74,7 @@ func validateDownsync(clauses []controlv1alpha1.DownsyncPolicyClause, path *fiel
 
 // validateStages checks the stages: one to MaxStages, unique DNS-1123 label names, at least one valid
 // cluster selector each, expressions that compile in their environments, and sane durations.
-func validateStages(stages []communityv1alpha1.Stage, path *field.Path, cel *sbpcel.Cache) field.ErrorList {
+func validateStages(ctx context.Context, stages []communityv1alpha1.Stage, path *field.Path, cel *sbpcel.Cache) field.ErrorList {
 	var errs field.ErrorList
 	switch {
 	case len(stages) == 0:
@@ -78,6 +85,9 @@ func validateStages(stages []communityv1alpha1.Stage, path *field.Path, cel *sbp
 	seen := sets.New[string]()
 	for i := range stages {
 		p := path.Index(i)
+		if err := ctx.Err(); err != nil {
+			return append(errs, field.InternalError(p, fmt.Errorf("stages %d to %d not checked: %w", i, len(stages)-1, err)))
+		}
 		s := &stages[i]
 		for _, msg := range validation.IsDNS1123Label(s.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), s.Name, msg))

@@ -1,6 +1,7 @@
 package stager
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
+	"github.com/drover-dev/drover/internal/stagedbindingpolicy/sbpcel"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
@@ -219,5 +221,25 @@ func TestValidate(t *testing.T) {
 				t.Errorf("errors %v, want the first to say %q", errs, tc.detail)
 			}
 		})
+	}
+}
+
+// Once the admission request's context is done, no further expression is compiled: the stages left are
+// reported as not checked, at the first of them.
+func TestValidateBeforeStopsAtTheDeadline(t *testing.T) {
+	compiles := 0
+	cel := sbpcel.NewCache(sbpcel.Options{OnCompile: func(bool) { compiles++ }})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	errs := ValidateBefore(ctx, seedSBP(t), cel)
+	if compiles != 0 {
+		t.Errorf("%d expressions compiled after the deadline, want none", compiles)
+	}
+	if len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal || errs[0].Field != "spec.stages[0]" ||
+		!strings.Contains(errs[0].Detail, "not checked") {
+		t.Errorf("errors %v, want one internal error at spec.stages[0] saying the stages were not checked", errs)
+	}
+	if errs := ValidateBefore(context.Background(), seedSBP(t), cel); len(errs) > 0 || compiles == 0 {
+		t.Errorf("with time left: errors %v after %d compiles, want none after some", errs, compiles)
 	}
 }
