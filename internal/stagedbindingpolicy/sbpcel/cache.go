@@ -1,6 +1,9 @@
 package sbpcel
 
 import (
+	"strconv"
+
+	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 )
 
@@ -33,6 +36,9 @@ type Cache struct {
 	statuses  *statusCache
 	onCompile func(hit bool)
 	memoize   bool
+	// inflight makes concurrent Compiles of one expression wait for a single compilation: admission
+	// requests sent at once with the same large object would otherwise each compile every expression.
+	inflight singleflight.Group
 }
 
 type programKey struct {
@@ -60,14 +66,23 @@ func NewCache(opts Options) *Cache {
 func (c *Cache) Compile(kind Kind, expr string) (*Program, error) {
 	key := programKey{kind: kind, version: EnvironmentVersion, expr: expr}
 	v, hit := c.programs.Get(key)
+	if !hit {
+		compiledHere := false
+		v, _, _ = c.inflight.Do(string(kind)+"\x00"+strconv.Itoa(EnvironmentVersion)+"\x00"+expr, func() (any, error) {
+			if v, ok := c.programs.Get(key); ok {
+				return v, nil // compiled by a call that has just finished
+			}
+			compiledHere = true
+			entry := c.compile(kind, expr)
+			c.programs.Add(key, entry)
+			return entry, nil
+		})
+		hit = !compiledHere
+	}
 	if c.onCompile != nil {
 		c.onCompile(hit)
 	}
 	entry, _ := v.(compiled)
-	if !hit {
-		entry = c.compile(kind, expr)
-		c.programs.Add(key, entry)
-	}
 	if entry.err != nil {
 		return nil, entry.err
 	}

@@ -3,6 +3,7 @@ package sbpcel
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -207,5 +208,47 @@ func TestRememberedOutcomes(t *testing.T) {
 	}
 	if n := len(c.statuses.values(bad).outcomes); n != 1 {
 		t.Errorf("%d outcomes remembered for the bad status, want 1", n)
+	}
+}
+
+// Concurrent Compiles of one expression compile it once: the others wait for that compilation (or find it
+// cached) and count as hits.
+func TestCompileOnceForConcurrentCallers(t *testing.T) {
+	var misses, hits atomic.Int32
+	c := NewCache(Options{OnCompile: func(hit bool) {
+		if hit {
+			hits.Add(1)
+		} else {
+			misses.Add(1)
+		}
+	}})
+	terms := make([]string, 150)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("[1, 2].exists(a, [3, %d].exists(b, a + b == %d))", i, i)
+	}
+	expr := strings.Join(terms, " || ")
+	const callers = 8
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	progs := make([]*Program, callers)
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			p, err := c.Compile(Condition, expr)
+			if err != nil {
+				t.Error(err)
+			}
+			progs[i] = p
+		})
+	}
+	close(start)
+	wg.Wait()
+	if misses.Load() != 1 || hits.Load() != callers-1 {
+		t.Errorf("misses %d, hits %d; want 1 compilation for %d callers", misses.Load(), hits.Load(), callers)
+	}
+	for _, p := range progs[1:] {
+		if p != progs[0] {
+			t.Fatal("the callers got different programs")
+		}
 	}
 }
