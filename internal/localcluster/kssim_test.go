@@ -86,7 +86,7 @@ func TestStagedBindingPolicySamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := decodeYAML(data)
+		objs, err := DecodeYAML(data)
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}

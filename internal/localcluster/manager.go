@@ -174,7 +174,7 @@ func readManifests(files []string, keep func(*unstructured.Unstructured) (bool, 
 		if err != nil {
 			return nil, err
 		}
-		objs, err := decodeYAML(data)
+		objs, err := DecodeYAML(data)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", f, err)
 		}
@@ -191,8 +191,9 @@ func readManifests(files []string, keep func(*unstructured.Unstructured) (bool, 
 	return out, nil
 }
 
-// decodeYAML splits a multi-document YAML (or JSON) stream into objects, skipping empty documents.
-func decodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
+// DecodeYAML splits a multi-document YAML (or JSON) stream into objects, skipping empty documents and
+// expanding Lists.
+func DecodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objs []*unstructured.Unstructured
 	for {

@@ -57,7 +57,7 @@ func ApplyFile(ctx context.Context, c client.Client, path string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	objs, err := decodeYAML(data)
+	objs, err := DecodeYAML(data)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}

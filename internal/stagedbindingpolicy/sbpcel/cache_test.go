@@ -9,15 +9,21 @@ import (
 	"testing"
 )
 
+// compileCounts counts a Cache's OnCompile calls.
+type compileCounts struct{ hits, misses atomic.Uint64 }
+
+func (n *compileCounts) onCompile(hit bool) {
+	if hit {
+		n.hits.Add(1)
+	} else {
+		n.misses.Add(1)
+	}
+}
+
 func TestCompileCacheCounts(t *testing.T) {
-	var hookHits, hookMisses atomic.Uint64
-	c := NewCache(Options{OnCompile: func(hit bool) {
-		if hit {
-			hookHits.Add(1)
-		} else {
-			hookMisses.Add(1)
-		}
-	}})
+	var n compileCounts
+	hookHits, hookMisses := &n.hits, &n.misses
+	c := NewCache(Options{OnCompile: n.onCompile})
 	calls := []struct {
 		kind    Kind
 		expr    string
@@ -214,14 +220,8 @@ func TestRememberedOutcomes(t *testing.T) {
 // Concurrent Compiles of one expression compile it once: the others wait for that compilation (or find it
 // cached) and count as hits.
 func TestCompileOnceForConcurrentCallers(t *testing.T) {
-	var misses, hits atomic.Int32
-	c := NewCache(Options{OnCompile: func(hit bool) {
-		if hit {
-			hits.Add(1)
-		} else {
-			misses.Add(1)
-		}
-	}})
+	var n compileCounts
+	c := NewCache(Options{OnCompile: n.onCompile})
 	terms := make([]string, 150)
 	for i := range terms {
 		terms[i] = fmt.Sprintf("[1, 2].exists(a, [3, %d].exists(b, a + b == %d))", i, i)
@@ -243,8 +243,8 @@ func TestCompileOnceForConcurrentCallers(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	if misses.Load() != 1 || hits.Load() != callers-1 {
-		t.Errorf("misses %d, hits %d; want 1 compilation for %d callers", misses.Load(), hits.Load(), callers)
+	if n.misses.Load() != 1 || n.hits.Load() != callers-1 {
+		t.Errorf("misses %d, hits %d; want 1 compilation for %d callers", n.misses.Load(), n.hits.Load(), callers)
 	}
 	for _, p := range progs[1:] {
 		if p != progs[0] {

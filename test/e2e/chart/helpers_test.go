@@ -1,10 +1,8 @@
 package chart
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/drover-dev/drover/internal/localcluster"
 )
@@ -63,24 +60,14 @@ func runGuard(t *testing.T, binary, kubeconfig string, args []string) (string, i
 	}
 }
 
-// decodeAll splits a YAML stream into objects, skipping empty documents.
+// decodeAll splits a YAML stream into objects.
 func decodeAll(t *testing.T, data string) []*unstructured.Unstructured {
 	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(data)), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("decoding YAML: %v", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
+	objs, err := localcluster.DecodeYAML([]byte(data))
+	if err != nil {
+		t.Fatalf("decoding YAML: %v", err)
 	}
+	return objs
 }
 
 // readObjects decodes every file's objects.
