@@ -47,25 +47,9 @@ type Validator struct {
 
 var _ admission.Validator[*communityv1alpha1.StagedBindingPolicy] = Validator{}
 
-// Bounds are the sizes of the CRD's schema, checked before any CEL is compiled (see webhook.Bounded): the
-// number of stages and the length of each expression.
+// Bounds are the sizes checked before any CEL is compiled (see webhook.Bounded and stager.Bounds).
 func (Validator) Bounds(sbp *communityv1alpha1.StagedBindingPolicy) field.ErrorList {
-	stages := field.NewPath("spec", "stages")
-	var errs field.ErrorList
-	if n := len(sbp.Spec.Stages); n > communityv1alpha1.MaxStages {
-		return field.ErrorList{field.TooMany(stages, n, communityv1alpha1.MaxStages)}
-	}
-	for i := range sbp.Spec.Stages {
-		st := &sbp.Spec.Stages[i]
-		for _, e := range []struct{ name, expr string }{
-			{"filter", st.Filter}, {"condition", st.Condition}, {"failureCondition", st.FailureCondition},
-		} {
-			if len(e.expr) > communityv1alpha1.MaxExpressionLength {
-				errs = append(errs, field.TooLong(stages.Index(i).Child(e.name), "", communityv1alpha1.MaxExpressionLength))
-			}
-		}
-	}
-	return errs
+	return stager.Bounds(sbp)
 }
 
 // ValidateCreate applies every rule.

@@ -24,6 +24,7 @@ import (
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/stagedbindingpolicy/sbpcel"
+	"github.com/drover-dev/drover/internal/stagedbindingpolicy/stager"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
@@ -269,6 +270,65 @@ func TestStagedBindingPolicyBoundsComeFirst(t *testing.T) {
 	}
 	if errs := (Validator{}).Bounds(seedStagedBindingPolicy(t)); len(errs) > 0 {
 		t.Errorf("the seed is within bounds, got %v", errs)
+	}
+
+	// Four expressions within their own bound but over the total of all of them.
+	sbp = seedStagedBindingPolicy(t)
+	part := strings.Repeat("1 == 1 && ", communityv1alpha1.MaxTotalExpressionLength/40) + "true"
+	sbp.Spec.Stages[0].Condition, sbp.Spec.Stages[0].FailureCondition = part, part
+	sbp.Spec.Stages[1].Condition, sbp.Spec.Stages[1].FailureCondition = part, part
+	errs := Validator{}.Bounds(sbp)
+	if got := fieldsOf(errs); !cmp.Equal(got, []string{"spec.stages"}) {
+		t.Fatalf("bounds of expressions over the total: %v, want spec.stages", errs)
+	}
+	if !strings.Contains(errs[0].Detail, "more than 32768") {
+		t.Errorf("detail %q does not name the bound", errs[0].Detail)
+	}
+}
+
+// The largest StagedBindingPolicy the bounds admit, every expression distinct (no cache hit) and at the
+// compile budget in the shape that is costliest to type-check, is validated within the 3 s the admission
+// answer must take at most (about 0.6 s on the 2-core machine; the figure is logged).
+func TestStagedBindingPolicyLargestCompilesInTime(t *testing.T) {
+	sbp := seedStagedBindingPolicy(t)
+	stage := sbp.Spec.Stages[1]
+	sbp.Spec.Stages = nil
+	total, i := 0, 0
+	for {
+		// 83 terms of 5 syntax nodes joined by 82 ||: 497 nodes, just within sbpcel.MaxExpressionNodes.
+		terms := make([]string, 83)
+		for j := range terms {
+			terms[j] = fmt.Sprintf("size([%d]) > 0", i*100+j)
+		}
+		expr := strings.Join(terms, "||")
+		if total+len(expr) > communityv1alpha1.MaxTotalExpressionLength {
+			break
+		}
+		total += len(expr)
+		if i%3 == 0 {
+			stage.Name = fmt.Sprintf("stage-%d", i)
+			sbp.Spec.Stages = append(sbp.Spec.Stages, stage)
+		}
+		st := &sbp.Spec.Stages[len(sbp.Spec.Stages)-1]
+		switch i % 3 {
+		case 0:
+			st.Filter, st.Condition, st.FailureCondition = expr, "", ""
+		case 1:
+			st.Condition = expr
+		default:
+			st.FailureCondition = expr
+		}
+		i++
+	}
+	start := time.Now()
+	errs := stager.Validate(sbp, sbpcel.NewCache(sbpcel.Options{}))
+	took := time.Since(start)
+	t.Logf("%d expressions, %d characters, validated in %v", i, total, took)
+	if len(errs) > 0 {
+		t.Fatalf("the largest object is refused, %d errors; the first: %.300s", len(errs), errs[0].Error())
+	}
+	if took > 3*time.Second {
+		t.Errorf("validating the largest object took %v, more than 3 s", took)
 	}
 }
 

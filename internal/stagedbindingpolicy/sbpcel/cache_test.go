@@ -222,7 +222,7 @@ func TestRememberedOutcomes(t *testing.T) {
 func TestCompileOnceForConcurrentCallers(t *testing.T) {
 	var n compileCounts
 	c := NewCache(Options{OnCompile: n.onCompile})
-	terms := make([]string, 150)
+	terms := make([]string, 15) // 419 syntax nodes, within MaxExpressionNodes
 	for i := range terms {
 		terms[i] = fmt.Sprintf("[1, 2].exists(a, [3, %d].exists(b, a + b == %d))", i, i)
 	}

@@ -71,6 +71,10 @@ func TestCompileRejects(t *testing.T) {
 		"too long": {
 			kind: Filter, expr: `true` + strings.Repeat(" ", MaxExpressionLength), want: []string{"longer than 10240"}, noPosition: true,
 		},
+		"over the compile budget": { // 101 terms of 4 nodes, joined by 100 ||
+			kind: Condition, expr: strings.Repeat(`size([]) > 0 || `, 100) + `size([]) > 0`,
+			want: []string{"expression has 504 syntax nodes, more than the 500 one expression may have"}, noPosition: true,
+		},
 		"unknown kind": {
 			kind: "gate", expr: `true`, want: []string{`unknown expression kind "gate"`}, noPosition: true,
 		},
@@ -211,5 +215,13 @@ func TestCompileReportIsBounded(t *testing.T) {
 	}
 	if !strings.Contains(msg, "35 more errors were truncated") {
 		t.Errorf("the report does not count the rest:\n%s", msg)
+	}
+}
+
+// An expression at the compile budget compiles: 100 terms of 4 nodes joined by 99 || are 499 nodes.
+func TestCompileAtTheNodeBudget(t *testing.T) {
+	expr := strings.Repeat(`size([]) > 0 || `, 99) + `size([]) > 0`
+	if _, err := NewCache(Options{}).Compile(Condition, expr); err != nil {
+		t.Fatalf("Compile() = %v, want a program", err)
 	}
 }

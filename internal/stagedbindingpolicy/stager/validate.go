@@ -32,6 +32,11 @@ func ValidateBefore(ctx context.Context, sbp *communityv1alpha1.StagedBindingPol
 	}
 	spec := field.NewPath("spec")
 	errs = append(errs, validateDownsync(sbp.Spec.Downsync, spec.Child("downsync"))...)
+	bounds := Bounds(sbp)
+	errs = append(errs, bounds...)
+	if len(bounds) > 0 {
+		cel = nil // compile nothing past the bounds
+	}
 	errs = append(errs, validateStages(ctx, sbp.Spec.Stages, spec.Child("stages"), cel)...)
 	switch sbp.Spec.Mode {
 	case "", communityv1alpha1.ModeExclusive, communityv1alpha1.ModeCumulative:
@@ -40,6 +45,43 @@ func ValidateBefore(ctx context.Context, sbp *communityv1alpha1.StagedBindingPol
 			[]communityv1alpha1.RolloutMode{communityv1alpha1.ModeExclusive, communityv1alpha1.ModeCumulative}))
 	}
 	return errs
+}
+
+// Bounds checks the sizes that bound the work of validating a StagedBindingPolicy, before any expression is
+// compiled: at most MaxStages stages, each expression at most MaxExpressionLength characters, and all of them
+// together at most MaxTotalExpressionLength. (Each expression's syntax tree is bounded too, by
+// sbpcel.MaxExpressionNodes, which needs a parse.)
+func Bounds(sbp *communityv1alpha1.StagedBindingPolicy) field.ErrorList {
+	stages := field.NewPath("spec", "stages")
+	if n := len(sbp.Spec.Stages); n > communityv1alpha1.MaxStages {
+		return field.ErrorList{field.TooMany(stages, n, communityv1alpha1.MaxStages)}
+	}
+	var errs field.ErrorList
+	total := 0
+	for i := range sbp.Spec.Stages {
+		for _, x := range expressionsOf(&sbp.Spec.Stages[i]) {
+			total += len(x.expr)
+			if len(x.expr) > communityv1alpha1.MaxExpressionLength {
+				errs = append(errs, field.TooLong(stages.Index(i).Child(string(x.kind)), "", communityv1alpha1.MaxExpressionLength))
+			}
+		}
+	}
+	if total > communityv1alpha1.MaxTotalExpressionLength {
+		errs = append(errs, field.Invalid(stages, total, fmt.Sprintf(
+			"the filter, condition and failureCondition expressions of all stages have %d characters together, more than %d",
+			total, communityv1alpha1.MaxTotalExpressionLength)))
+	}
+	return errs
+}
+
+// stageExpression is one of a stage's expressions.
+type stageExpression struct {
+	kind sbpcel.Kind
+	expr string
+}
+
+func expressionsOf(s *communityv1alpha1.Stage) []stageExpression {
+	return []stageExpression{{sbpcel.Filter, s.Filter}, {sbpcel.Condition, s.Condition}, {sbpcel.FailureCondition, s.FailureCondition}}
 }
 
 // validateDownsync checks the clauses: at least one, each with a field that selects something, valid
@@ -72,15 +114,12 @@ func validateDownsync(clauses []controlv1alpha1.DownsyncPolicyClause, path *fiel
 	return errs
 }
 
-// validateStages checks the stages: one to MaxStages, unique DNS-1123 label names, at least one valid
+// validateStages checks the stages: at least one, unique DNS-1123 label names, at least one valid
 // cluster selector each, expressions that compile in their environments, and sane durations.
 func validateStages(ctx context.Context, stages []communityv1alpha1.Stage, path *field.Path, cel *sbpcel.Cache) field.ErrorList {
 	var errs field.ErrorList
-	switch {
-	case len(stages) == 0:
+	if len(stages) == 0 {
 		return append(errs, field.Required(path, "at least one stage"))
-	case len(stages) > communityv1alpha1.MaxStages:
-		errs = append(errs, field.TooMany(path, len(stages), communityv1alpha1.MaxStages))
 	}
 	seen := sets.New[string]()
 	for i := range stages {
@@ -97,7 +136,9 @@ func validateStages(ctx context.Context, stages []communityv1alpha1.Stage, path 
 		}
 		seen.Insert(s.Name)
 		errs = append(errs, validateSelectors(s, p)...)
-		errs = append(errs, validateExpressions(s, p, cel)...)
+		if cel != nil {
+			errs = append(errs, validateExpressions(s, p, cel)...)
+		}
 		errs = append(errs, validateTimers(s, p)...)
 	}
 	return errs
@@ -115,24 +156,16 @@ func validateSelectors(s *communityv1alpha1.Stage, p *field.Path) field.ErrorLis
 	return errs
 }
 
-// validateExpressions compiles the stage's expressions; a compile error carries the compiler's report with
-// line and column.
+// validateExpressions compiles the stage's expressions (their lengths are checked by Bounds); a compile error
+// carries the compiler's report with line and column.
 func validateExpressions(s *communityv1alpha1.Stage, p *field.Path, cel *sbpcel.Cache) field.ErrorList {
 	var errs field.ErrorList
-	for _, x := range []struct {
-		kind sbpcel.Kind
-		expr string
-	}{{sbpcel.Filter, s.Filter}, {sbpcel.Condition, s.Condition}, {sbpcel.FailureCondition, s.FailureCondition}} {
+	for _, x := range expressionsOf(s) {
 		if x.expr == "" {
 			continue
 		}
-		path := p.Child(string(x.kind))
-		if len(x.expr) > communityv1alpha1.MaxExpressionLength {
-			errs = append(errs, field.TooLong(path, "", communityv1alpha1.MaxExpressionLength))
-			continue
-		}
 		if _, err := cel.Compile(x.kind, x.expr); err != nil {
-			errs = append(errs, field.Invalid(path, x.expr, compileMessage(err)))
+			errs = append(errs, field.Invalid(p.Child(string(x.kind)), x.expr, compileMessage(err)))
 		}
 	}
 	return errs

@@ -36,6 +36,10 @@ const (
 	MaxStages = 32
 	// MaxExpressionLength bounds a CEL expression (filter, condition, failureCondition).
 	MaxExpressionLength = 10240
+	// MaxTotalExpressionLength bounds the filter, condition and failureCondition expressions of all stages
+	// together. The CRD schema cannot say it; the admission webhook checks it before compiling any
+	// expression, so that the work one request costs stays bounded.
+	MaxTotalExpressionLength = 32768
 	// MaxStageHistory bounds status.stages: one entry per stage, and room for superseded ones on their way out.
 	MaxStageHistory = 2 * MaxStages
 	// MaxMessageLength bounds the messages of the status.
