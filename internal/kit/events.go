@@ -19,6 +19,10 @@ const (
 	MaxMessageBytes   = 1024
 )
 
+// ReasonStatusRefused is the reason of the Warning event raised when the API server refused a status write
+// for its content (see EmitAfter).
+const ReasonStatusRefused = "StatusRefused"
+
 // Events buffers the events of one pass so that they are emitted after its status write: a reader who sees
 // the event finds the status that explains it. The zero value is ready; not safe for concurrent use.
 type Events struct {
@@ -107,10 +111,18 @@ func (e *Events) Emit(rec events.EventRecorder, regarding runtime.Object) {
 //
 // Every pass that writes a status emits through EmitAfter; Emit is for a pass that writes no status (a
 // missing pool, a spec patch that ends the pass, a generator).
+//
+// A status write the API server refused for its content (Refused: the CRD's schema, a validating webhook or
+// policy) cannot be reported in the status, so it raises one Warning event StatusRefused with the API
+// server's message instead; the pass does not retry it (see Outcome.Error).
 func (e *Events) EmitAfter(rec events.EventRecorder, regarding runtime.Object, write func() (bool, error)) (bool, error) {
 	wrote, err := write()
 	if err != nil {
 		e.list = nil
+		if Refused(err) {
+			e.Warning(ReasonStatusRefused, "WriteStatus", nil, "the API server refused the status drover computed: %v", err)
+			e.Emit(rec, regarding)
+		}
 		return wrote, err
 	}
 	e.Emit(rec, regarding)

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,7 +83,11 @@ func TestEventsEmitAfter(t *testing.T) {
 		err      error
 		wantSent []string
 	}{
-		"the write failed: no event":          {err: boom},
+		"the write failed: no event": {err: boom},
+		"the write was refused for its content: the pass's events dropped, one StatusRefused": {
+			err:      apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{field.TooLong(field.NewPath("status", "message"), "", 10)}),
+			wantSent: []string{`Warning StatusRefused the API server refused the status drover computed: Pod "p" is invalid: status.message: Too long: may not be more than 10 bytes`},
+		},
 		"the write succeeded: events emitted": {wrote: true, wantSent: []string{"Normal Created created", "Warning Failed failed"}},
 		"nothing to write: events emitted":    {wantSent: []string{"Normal Created created", "Warning Failed failed"}},
 	}

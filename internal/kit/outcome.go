@@ -24,18 +24,24 @@ const (
 // executor's attempts into it from one goroutine).
 type Outcome struct {
 	errs     []error
+	refused  []error
 	conflict bool
 	after    time.Duration
 }
 
 // Error records the errors of a step. nil is ignored; a conflict is a lost race, not an error; a create
-// refused because its namespace is being deleted is harmless (the namespace's deletion ends the matter).
+// refused because its namespace is being deleted is harmless (the namespace's deletion ends the matter); a
+// write the API server refused for its content (Refused) is recorded as a refusal, not an error: the same
+// write would be refused again, so the pass is not retried for it (the step that made the write reports it
+// in the object's conditions and events; a refused status write raises an event through Events.EmitAfter).
 func (o *Outcome) Error(errs ...error) {
 	for _, err := range errs {
 		switch {
 		case err == nil, Harmless(err):
 		case apierrors.IsConflict(err):
 			o.conflict = true
+		case Refused(err):
+			o.refused = append(o.refused, err)
 		default:
 			o.errs = append(o.errs, err)
 		}
@@ -53,8 +59,11 @@ func (o *Outcome) RequeueAfter(d time.Duration) {
 	}
 }
 
-// Failed reports whether an error (not a conflict, not a harmless refusal) was recorded.
+// Failed reports whether an error (not a conflict, not a harmless or content refusal) was recorded.
 func (o *Outcome) Failed() bool { return len(o.errs) > 0 }
+
+// Refusals returns the writes the API server refused for their content in this pass.
+func (o *Outcome) Refusals() []error { return o.refused }
 
 // Harmless reports whether err needs no retry: a create refused because the namespace is terminating.
 func Harmless(err error) bool {
@@ -91,7 +100,9 @@ func NewBackoff() *Backoff { return &Backoff{n: map[types.NamespacedName]int{}} 
 
 // Result is the return of a pass of key. Errors are returned joined, for controller-runtime's rate-limited
 // retry and its error log. Conflicts requeue without an error (no error log), after the conflict backoff;
-// otherwise the pass requeues after the earliest RequeueAfter wish, or not at all.
+// otherwise the pass requeues after the earliest RequeueAfter wish, or not at all. Refusals alone neither
+// fail nor requeue the pass: it runs again when the object or something it watches changes (a hot or
+// backoff loop on a write that is refused every time would only load the API server).
 //
 // controller-runtime's own rate-limited requeue without an error (Result.Requeue) is deprecated, so the
 // count of conflicted passes is kept here.

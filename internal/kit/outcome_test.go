@@ -42,6 +42,13 @@ func TestBackoffResult(t *testing.T) {
 			want:    ctrl.Result{RequeueAfter: time.Second},
 		},
 		"terminating namespace is harmless": {outcome: func(o *Outcome) { o.Error(terminatingErr()) }, want: ctrl.Result{}},
+		"a refused write is neither retried nor an error": {
+			outcome: func(o *Outcome) { o.Error(apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "x", nil)) },
+			want:    ctrl.Result{},
+		},
+		"a refusal next to an error: the error is returned": {
+			outcome: func(o *Outcome) { o.Error(apierrors.NewBadRequest("too large"), errBoom) }, wantError: true,
+		},
 		"earliest requeue wins": {
 			outcome: func(o *Outcome) { o.RequeueAfter(5 * time.Second); o.RequeueAfter(0); o.RequeueAfter(2 * time.Second) },
 			want:    ctrl.Result{RequeueAfter: 2 * time.Second},
@@ -56,6 +63,9 @@ func TestBackoffResult(t *testing.T) {
 			var o Outcome
 			tc.outcome(&o)
 			got, err := NewBackoff().Result(key, &o)
+			if err != nil && Refused(err) {
+				t.Errorf("a refusal was returned as an error: %v", err)
+			}
 			if (err != nil) != tc.wantError {
 				t.Fatalf("error = %v, want error %v", err, tc.wantError)
 			}

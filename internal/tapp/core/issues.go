@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/kit"
 )
 
 // Issue is one thing a pass could not realise: it feeds the ReplicaFailure condition and a Warning
@@ -42,16 +43,24 @@ func issueRank(reason string) int {
 	return len(issueOrder)
 }
 
+// maxIssueMessage bounds the message of the one issue per reason the ReplicaFailure message quotes.
+const maxIssueMessage = 256
+
 // summarizeIssues returns the ReplicaFailure reason and message for a set of issues: the reason of highest
-// precedence, and per reason the sorted, de-duplicated subjects (at most ten, then "and N more"). It returns
-// empty strings when there are no issues.
+// precedence, and per reason the sorted, de-duplicated subjects (at most ten, then "and N more") and the
+// message of the lowest subject that has one (the API server's answer to a failed write, say), so the
+// condition says why. It returns empty strings when there are no issues.
 func summarizeIssues(issues []Issue) (reason, message string) {
 	if len(issues) == 0 {
 		return "", ""
 	}
 	byReason := map[string][]string{}
+	first := map[string]Issue{} // the first issue of each reason with a message, lowest subject first
 	for _, is := range issues {
 		byReason[is.Reason] = append(byReason[is.Reason], is.Subject)
+		if f, ok := first[is.Reason]; is.Message != "" && (!ok || compareSubjects(is.Subject, f.Subject) < 0) {
+			first[is.Reason] = is
+		}
 	}
 	reasons := make([]string, 0, len(byReason))
 	for r := range byReason {
@@ -65,7 +74,11 @@ func summarizeIssues(issues []Issue) (reason, message string) {
 	})
 	parts := make([]string, 0, len(reasons))
 	for _, r := range reasons {
-		parts = append(parts, r+": "+subjectList(byReason[r]))
+		part := r + ": " + subjectList(byReason[r])
+		if f, ok := first[r]; ok {
+			part += fmt.Sprintf(" (%s: %s)", f.Subject, kit.Truncate(f.Message, maxIssueMessage))
+		}
+		parts = append(parts, part)
 	}
 	return reasons[0], strings.Join(parts, "; ")
 }

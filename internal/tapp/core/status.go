@@ -1,6 +1,8 @@
 package core
 
 import (
+	"github.com/drover-dev/drover/internal/kit"
+
 	"slices"
 	"time"
 
@@ -140,13 +142,4 @@ func (p *Pass) desiredConditions(sum Summary, issues []Issue) []metav1.Condition
 // maxConditionMessage bounds condition messages (the API allows 32768 bytes; keep them readable).
 const maxConditionMessage = 1024
 
-func truncateMessage(s string) string {
-	if len(s) <= maxConditionMessage {
-		return s
-	}
-	cut := maxConditionMessage - len("...")
-	for cut > 0 && (s[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + "..."
-}
+func truncateMessage(s string) string { return kit.Truncate(s, maxConditionMessage) }

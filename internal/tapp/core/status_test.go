@@ -175,6 +175,13 @@ func TestSummarizeIssues(t *testing.T) {
 			reason:  tkestackv1.ReasonPodNameConflict,
 			message: "PodNameConflict: 9, 10; InvalidSpec: spec.selector",
 		},
+		"the message of the lowest subject with one, per reason": {
+			in: []Issue{{Reason: tkestackv1.ReasonFailedCreate, Subject: "3", Message: "pods \"web-3\" is forbidden"},
+				{Reason: tkestackv1.ReasonFailedCreate, Subject: "2"},
+				{Reason: tkestackv1.ReasonFailedCreate, Subject: "10", Message: "pods \"web-10\" is forbidden"}},
+			reason:  tkestackv1.ReasonFailedCreate,
+			message: `FailedCreate: 2, 3, 10 (3: pods "web-3" is forbidden)`,
+		},
 		"truncated": {
 			in: many, reason: tkestackv1.ReasonTemplateNotFound,
 			message: "TemplateNotFound: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 11 more",
