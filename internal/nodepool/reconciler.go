@@ -145,11 +145,13 @@ func poolStatus(pool *openyurtv1beta1.NodePool) *openyurtv1beta1.NodePoolStatus 
 func statusEqual(a, b *openyurtv1beta1.NodePoolStatus) bool { return StatusEqual(*a, *b) }
 
 // recordPatches folds the node patches into the pass: a lost race (a conflict, or a node that vanished since
-// it was read) requeues, an error is returned. It buffers a Warning InvalidPreviousAttributes on each node
+// it was read) requeues, an error is returned (a patch refused for its content is not retried: see
+// kit.Outcome). It buffers a Warning InvalidPreviousAttributes on each node
 // whose annotation did not decode and, on the pool (nil: none), one Warning NodeSyncFailed naming the nodes
 // whose patch failed.
 func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChange, outcomes []patchOutcome) {
 	var failed []string
+	var firstErr error
 	for i, c := range changes {
 		if c.invalidPrev != nil {
 			p.events.On(c.base).Warning(openyurtv1beta1.ReasonInvalidPreviousAttributes, actionSyncAttributes, nil,
@@ -161,10 +163,13 @@ func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChang
 		case patchError:
 			p.out.Error(outcomes[i].err)
 			failed = append(failed, c.base.Name)
+			if firstErr == nil {
+				firstErr = outcomes[i].err
+			}
 		}
 	}
 	if len(failed) > 0 && pool != nil {
 		p.events.On(pool).Warning(openyurtv1beta1.ReasonNodeSyncFailed, actionSyncAttributes, nil,
-			"Patching %d node(s) failed: %s", len(failed), kit.NameList(failed))
+			"Patching %d node(s) failed: %s; the first: %v", len(failed), kit.NameList(failed), firstErr)
 	}
 }

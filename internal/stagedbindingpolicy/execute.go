@@ -25,16 +25,25 @@ const bindingPolicyWrites = 4
 
 // execute applies the BindingPolicy writes, then the deletions, then the annotation removals of a decision,
 // the writes and the deletions through the kit's bounded executor. Each that succeeds buffers its event; a
-// failed one is recorded in o and the others still go. Deletions follow only when every write succeeded
+// failed one is recorded in o and the others still go; one the API server refused for its content (not
+// retried, see kit.Outcome) buffers a BindingPolicyRefused warning. Deletions follow only when every write succeeded
 // (they are planned only when every desired BindingPolicy is current, which needs no write anyway).
 func (r *Reconciler) execute(ctx context.Context, sbp *communityv1alpha1.StagedBindingPolicy, d *stager.Decision,
 	events *kit.Events, o *kit.Outcome) {
 	exec := kit.Executor{Max: bindingPolicyWrites}
+	failed := false
 	for _, a := range kit.Run(ctx, exec, d.Writes, r.write) {
 		o.Error(a.Err)
 		a.Out.add(events)
+		if a.Err != nil {
+			failed = true
+		}
+		if kit.Refused(a.Err) {
+			events.Warning(communityv1alpha1.ReasonBindingPolicyRefused, actionBindingPolicy, nil,
+				"the API server refused a BindingPolicy write; drover tries again when the policy changes: %v", a.Err)
+		}
 	}
-	if o.Failed() {
+	if failed { // a refusal too: nothing is deleted while a desired BindingPolicy is not in place
 		return
 	}
 	for _, a := range kit.Run(ctx, exec, d.Deletes, r.delete) {

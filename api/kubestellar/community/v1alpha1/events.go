@@ -30,6 +30,10 @@ const (
 	ReasonBindingPolicyDeleted = "BindingPolicyDeleted"
 	// ReasonBindingPolicyAdopted (Normal): a BindingPolicy of the generated name was adopted.
 	ReasonBindingPolicyAdopted = "BindingPolicyAdopted"
+	// ReasonBindingPolicyRefused (Warning): the API server refused a BindingPolicy write for its content (the
+	// BindingPolicy CRD's schema, a validating webhook or an admission policy); drover does not retry it until
+	// the StagedBindingPolicy or its BindingPolicies change.
+	ReasonBindingPolicyRefused = "BindingPolicyRefused"
 	// ReasonStageHalted (Warning): the active stage halted (its failure condition held or its progress
 	// deadline passed); the retry annotation restarts it.
 	ReasonStageHalted = "StageHalted"
