@@ -228,6 +228,15 @@ func Warnings(app *tkestackv1.TApp) admission.Warnings {
 		}
 	}
 	path := field.NewPath("spec")
+	if name := app.Spec.UpdateStrategy.Template; name != "" {
+		if _, ok := app.Spec.TemplateByName(name); !ok {
+			// Only an object stored before (ratcheted by ValidateTApp) gets this far with such a value.
+			warnings = append(warnings, fmt.Sprintf("%s: template %q does not exist, so no instance is on the rolling path "+
+				"and every outdated instance is updated at spec.updateStrategy.forceUpdate.maxUnavailable, as upstream TApp did; "+
+				"clear the field to roll the default template at spec.updateStrategy.maxUnavailable",
+				path.Child("updateStrategy", "template"), name))
+		}
+	}
 	labelWarnings(&app.Spec.Template, path.Child("template"))
 	for _, name := range sortedKeys(app.Spec.TemplatePool) {
 		p := path.Child("templatePool").Key(name)

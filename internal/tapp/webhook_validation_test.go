@@ -450,6 +450,15 @@ func TestTAppWarnings(t *testing.T) {
 	if w := Warnings(makeTApp()); len(w) != 0 {
 		t.Errorf("warnings for a plain TApp: %v", w)
 	}
+	// An updateStrategy.template stored before, naming a template since removed, is kept on update (ratcheted)
+	// with a warning that says what it means.
+	stale := makeTApp(func(a *tkestackv1.TApp) { a.Spec.UpdateStrategy.Template = "removed" })
+	if errs := ValidateTApp(stale, stale); len(errs) > 0 {
+		t.Errorf("an unchanged stale updateStrategy.template blocks the update: %v", errs)
+	}
+	if w := Warnings(stale); len(w) != 1 || !strings.Contains(w[0], `spec.updateStrategy.template: template "removed" does not exist, so no instance is on the rolling path`) {
+		t.Errorf("warnings for a stale updateStrategy.template: %q", w)
+	}
 	// Warnings come with the validation result, also when the object is valid.
 	w, err := Validator{}.ValidateUpdate(context.Background(), app, app)
 	if err != nil || len(w) != len(want) {

@@ -127,6 +127,24 @@ func (p *Pass) decideMissing(a InstanceAction, obs *Observation) (InstanceAction
 	return a, nil
 }
 
+// decideForeign handles a pod whose hash labels another controller wrote (upstream TApp): as upstream, a
+// pod that differs from its template only in images is updated in place (restamped when the images are
+// equal too), any other difference recreates it (specMatchesExceptImages).
+func (p *Pass) decideForeign(a InstanceAction) InstanceAction {
+	desired := NewPod(p.App, a.ID, a.Template)
+	switch {
+	case !specMatchesExceptImages(a.Pod, desired):
+		return a.with(ActionRecreate, "")
+	case upToDateForeign(a.Pod, a.Template):
+		return a.with(ActionRestamp, "")
+	}
+	a = a.with(ActionUpdate, "")
+	a.Desired = desired
+	_, changes := MergePod(a.Pod, desired)
+	a.InPlace = len(changes) > 0
+	return a
+}
+
 // decideExisting handles a desired-running id with a pod that is not terminating.
 func (p *Pass) decideExisting(a InstanceAction) (InstanceAction, *Issue) {
 	pod, tpl := a.Pod, a.Template
@@ -145,10 +163,7 @@ func (p *Pass) decideExisting(a InstanceAction) (InstanceAction, *Issue) {
 		is := IDIssue(tkestackv1.ReasonInvalidSpec, a.ID, "instance %d: template %q does not match the selector", a.ID, tpl.Name)
 		return a.with(ActionNone, tkestackv1.ReasonInvalidSpec), &is
 	case !IsCurrentHashFormat(pod.Labels[tkestackv1.TAppHashKey]):
-		if upToDateForeign(pod, tpl) {
-			return a.with(ActionRestamp, ""), nil
-		}
-		return a.with(ActionRecreate, ""), nil
+		return p.decideForeign(a), nil
 	case pod.Labels[tkestackv1.TAppUniqHashKey] == tpl.UniqHash:
 		a = a.with(ActionUpdate, "")
 		a.Desired = NewPod(p.App, a.ID, tpl)

@@ -66,11 +66,12 @@ func NewPass(app *tkestackv1.TApp, opts Options) *Pass {
 		s.Blocked = true
 		replicas = tkestackv1.MaxReplicas
 	}
+	// An updateStrategy.template that names no template is not a failure: upstream TApp let a user remove the
+	// template it names (and wrote the first defaultTemplateName there itself), and then rolled no instance
+	// on the rolling path, every outdated one on the force path. drover does the same: no template is the
+	// rolling template. The webhook refuses the value on CREATE and warns on UPDATE.
 	templates, tplIssues := resolveTemplates(&app.Spec, s.RollingTemplateName, parsed)
 	issues = append(issues, tplIssues...)
-	if name := app.Spec.UpdateStrategy.Template; name != "" && templates[name] == nil {
-		issues = append(issues, invalidSpec("spec.updateStrategy.template", "template "+name+" not found"))
-	}
 	return &Pass{
 		App:       app,
 		Settings:  s,

@@ -186,14 +186,30 @@ func TestPlanActionRows(t *testing.T) {
 			want:    map[string]Action{"0": ActionDelete, "1": ActionNone, "2": ActionNone},
 			reasons: map[string]string{"1": ReasonFinished, "2": ReasonFinished},
 		},
-		"foreign hash: restamp when images match, else recreate": {
-			app: newApp(3).MaxUnavailable(intstr.FromInt32(3)),
+		"foreign hash: restamp when images match, update in place when only images differ, else recreate": {
+			app: newApp(6).MaxUnavailable(intstr.FromInt32(6)),
 			pods: func(p *Pass) Pods {
 				return podsOf(runningPod(p, 0, label(tkestackv1.TAppHashKey, "1234567")),
 					runningPod(p, 1, label(tkestackv1.TAppHashKey, ""), func(p *corev1.Pod) { p.Spec.Containers[0].Image = "docker.io/library/nginx:1.7.9" }),
-					runningPod(p, 2, label(tkestackv1.TAppHashKey, "99"), func(p *corev1.Pod) { p.Spec.Containers[0].Image = newImage }))
+					runningPod(p, 2, label(tkestackv1.TAppHashKey, "99"), func(p *corev1.Pod) { p.Spec.Containers[0].Image = newImage }),
+					// Defaults and injected volumes are not differences.
+					runningPod(p, 3, label(tkestackv1.TAppHashKey, "99"), func(p *corev1.Pod) {
+						p.Spec.Containers[0].Image = newImage
+						p.Spec.Containers[0].TerminationMessagePath = corev1.TerminationMessagePathDefault
+						p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "kube-api-access-x1y2z"})
+						p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists})
+					}),
+					// A template change beyond images recreates, as upstream's uniq hash would have differed.
+					runningPod(p, 4, label(tkestackv1.TAppHashKey, "99"), func(p *corev1.Pod) {
+						p.Spec.Containers[0].Image = newImage
+						p.Spec.Containers[0].Args = []string{"--old-flag"}
+					}),
+					runningPod(p, 5, label(tkestackv1.TAppHashKey, "99"), func(p *corev1.Pod) {
+						p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "REMOVED", Value: "1"})
+					}))
 			},
-			want: map[string]Action{"0": ActionRestamp, "1": ActionRestamp, "2": ActionRecreate},
+			want: map[string]Action{"0": ActionRestamp, "1": ActionRestamp, "2": ActionUpdate, "3": ActionUpdate,
+				"4": ActionRecreate, "5": ActionRecreate},
 		},
 		"outdated: update when the uniq hash matches, else recreate": {
 			app: newApp(3).MaxUnavailable(intstr.FromInt32(3)),
