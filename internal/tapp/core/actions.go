@@ -1,6 +1,9 @@
 package core
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
@@ -71,6 +74,9 @@ type InstanceAction struct {
 	InPlace bool
 	// Gate is the gate reconciliation for this pod; Gate.Write tells whether to write it.
 	Gate GateDecision
+	// Why explains an Update, Recreate or Restamp in words, for the migration preview: the images an
+	// in-place update changes, or the difference that makes a pod left by another controller be recreated.
+	Why string
 }
 
 // decide applies the rows of the action table to one id, first match wins, before budgeting. Budget candidates come
@@ -132,16 +138,21 @@ func (p *Pass) decideMissing(a InstanceAction, obs *Observation) (InstanceAction
 // equal too), any other difference recreates it (specMatchesExceptImages).
 func (p *Pass) decideForeign(a InstanceAction) InstanceAction {
 	desired := NewPod(p.App, a.ID, a.Template)
-	switch {
-	case !specMatchesExceptImages(a.Pod, desired):
-		return a.with(ActionRecreate, "")
-	case upToDateForeign(a.Pod, a.Template):
-		return a.with(ActionRestamp, "")
+	if diff := specDifference(a.Pod, desired); diff != "" {
+		a = a.with(ActionRecreate, "")
+		a.Why = "a pod of another controller that differs from its template beyond images: " + diff
+		return a
+	}
+	if upToDateForeign(a.Pod, a.Template) {
+		a = a.with(ActionRestamp, "")
+		a.Why = "a pod of another controller that matches its template: its hash labels are rewritten, nothing restarts"
+		return a
 	}
 	a = a.with(ActionUpdate, "")
 	a.Desired = desired
 	_, changes := MergePod(a.Pod, desired)
 	a.InPlace = len(changes) > 0
+	a.Why = "a pod of another controller whose template changed only in images: " + describeChanges(a.Pod, changes)
 	return a
 }
 
@@ -169,8 +180,42 @@ func (p *Pass) decideExisting(a InstanceAction) (InstanceAction, *Issue) {
 		a.Desired = NewPod(p.App, a.ID, tpl)
 		_, changes := MergePod(pod, a.Desired)
 		a.InPlace = len(changes) > 0
+		a.Why = "the template changed only in images or metadata: " + describeChanges(pod, changes)
 		return a, nil
 	default:
-		return a.with(ActionRecreate, ""), nil
+		a = a.with(ActionRecreate, "")
+		a.Why = "the template changed beyond images"
+		return a, nil
 	}
+}
+
+// describeChanges renders the image changes of an in-place update ("main: nginx:1.6 -> nginx:1.7.9"), or says
+// that only metadata changes.
+func describeChanges(pod *corev1.Pod, changes []ContainerChange) string {
+	if len(changes) == 0 {
+		return "metadata only, nothing restarts"
+	}
+	parts := make([]string, 0, len(changes))
+	for _, ch := range changes {
+		old := ""
+		if c := containerSpec(pod, ch.Name, ch.Init); c != nil {
+			old = c.Image
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s -> %s", ch.Name, old, ch.Image))
+	}
+	return "in place, " + strings.Join(parts, ", ")
+}
+
+// containerSpec returns the pod's container (or init container) of that name, nil when there is none.
+func containerSpec(pod *corev1.Pod, name string, init bool) *corev1.Container {
+	list := pod.Spec.Containers
+	if init {
+		list = pod.Spec.InitContainers
+	}
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
 }

@@ -1,8 +1,11 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,18 +44,23 @@ var exactLists = map[string]bool{"env": true}
 // differ; they are recreated, the safe side.)
 var exactFields = []string{"env", "command", "args"}
 
-// specMatchesExceptImages reports whether everything desired's spec says is in live's spec, images aside.
-// It reports false when either spec cannot be converted.
-func specMatchesExceptImages(live, desired *corev1.Pod) bool {
+// specDifference returns where desired's spec says something live's does not, images aside, as a field path
+// with the two values ("" when everything is there). It names the whole spec when either cannot be converted.
+func specDifference(live, desired *corev1.Pod) string {
 	l, err := runtime.DefaultUnstructuredConverter.ToUnstructured(withoutImages(&live.Spec))
 	if err != nil {
-		return false
+		return "spec: " + err.Error()
 	}
 	d, err := runtime.DefaultUnstructuredConverter.ToUnstructured(withoutImages(&desired.Spec))
 	if err != nil {
-		return false
+		return "spec: " + err.Error()
 	}
-	return subsetOf(d, l, "")
+	return difference(d, l, "", "spec")
+}
+
+// specMatchesExceptImages reports whether everything desired's spec says is in live's spec, images aside.
+func specMatchesExceptImages(live, desired *corev1.Pod) bool {
+	return specDifference(live, desired) == ""
 }
 
 // withoutImages returns a copy of spec with the images of containers and sidecar init containers cleared
@@ -70,42 +78,52 @@ func withoutImages(spec *corev1.PodSpec) *corev1.PodSpec {
 	return out
 }
 
-// subsetOf reports whether want (a value of the desired spec) is contained in got (the live one's); key is
-// the field name of the value ("containers[]" for an element of containers), which decides how a list is
-// matched and which fields must not be set in got alone.
-func subsetOf(want, got any, key string) bool {
+// difference returns "" when want (a value of the desired spec) is contained in got (the live one's), else
+// the path of the first value that is not, with both values. key is the field name of the value
+// ("containers[]" for an element of containers), which decides how a list is matched and which fields must
+// not be set in got alone.
+func difference(want, got any, key, path string) string {
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
 		if !ok {
-			return len(w) == 0 && got == nil
+			if len(w) == 0 && got == nil {
+				return ""
+			}
+			return mismatch(path, want, got)
 		}
-		for k, v := range w {
-			if !subsetOf(v, g[k], k) {
-				return false
+		for _, k := range slices.Sorted(maps.Keys(w)) {
+			if d := difference(w[k], g[k], k, path+"."+k); d != "" {
+				return d
 			}
 		}
 		if key == "containers[]" || key == "initContainers[]" {
 			for _, k := range exactFields {
 				if _, set := w[k]; !set && g[k] != nil {
-					return false
+					return mismatch(path+"."+k, nil, g[k])
 				}
 			}
 		}
-		return true
+		return ""
 	case []any:
 		g, _ := got.([]any)
-		return listSubsetOf(w, g, key)
+		return listDifference(w, g, key, path)
 	case nil:
-		return true
+		return ""
 	default:
-		return reflect.DeepEqual(want, got)
+		if !reflect.DeepEqual(want, got) {
+			return mismatch(path, want, got)
+		}
+		return ""
 	}
 }
 
-func listSubsetOf(want, got []any, key string) bool {
+func listDifference(want, got []any, key, path string) string {
 	if len(want) > 0 && !isObject(want[0]) {
-		return reflect.DeepEqual(want, got) // command, args, ...
+		if !reflect.DeepEqual(want, got) { // command, args, ...
+			return mismatch(path, want, got)
+		}
+		return ""
 	}
 	if nameKeyedLists[key] {
 		byName := map[string]any{}
@@ -113,26 +131,46 @@ func listSubsetOf(want, got []any, key string) bool {
 			byName[nameOf(g)] = g
 		}
 		for _, w := range want {
+			p := fmt.Sprintf("%s[%s]", path, nameOf(w))
 			g, ok := byName[nameOf(w)]
-			if !ok || !subsetOf(w, g, key+"[]") {
-				return false
+			if !ok {
+				return p + ": missing in the pod"
+			}
+			if d := difference(w, g, key+"[]", p); d != "" {
+				return d
 			}
 		}
-		return !exactLists[key] || len(got) == len(want)
-	}
-	for _, w := range want {
-		found := false
-		for _, g := range got {
-			if subsetOf(w, g, key+"[]") {
-				found = true
-				break
-			}
+		if exactLists[key] && len(got) != len(want) {
+			return mismatch(path, want, got)
 		}
-		if !found {
-			return false
+		return ""
+	}
+	for i, w := range want {
+		if !slices.ContainsFunc(got, func(g any) bool { return difference(w, g, key+"[]", "") == "" }) {
+			return fmt.Sprintf("%s[%d]: %s missing in the pod", path, i, compact(w))
 		}
 	}
-	return true
+	return ""
+}
+
+// mismatch renders a difference: the path, the template's value and the pod's.
+func mismatch(path string, want, got any) string {
+	return fmt.Sprintf("%s: the template has %s, the pod %s", path, compact(want), compact(got))
+}
+
+// compact renders a value as short JSON (at most 120 bytes).
+func compact(v any) string {
+	if v == nil {
+		return "nothing"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 120 {
+		return string(b[:117]) + "..."
+	}
+	return string(b)
 }
 
 func isObject(v any) bool {
