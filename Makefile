@@ -147,7 +147,7 @@ test-e2e: tools-k8s tools-helm build ## End-to-end tests on the local cluster wi
 	./hack/test.sh e2e
 
 .PHONY: fuzz-admission
-fuzz-admission: tools-k8s build ## Admission fuzz: 4,000 mutated objects through a fresh local cluster (DROVER_FUZZ_REQUESTS, DROVER_FUZZ_SEED); writes .local/fuzz/admission.json.
+fuzz-admission: tools-k8s build ## Admission fuzz: 4,000 mutated objects of every kind, then the largest valid object of each kind six at once, through a fresh local cluster (DROVER_FUZZ_REQUESTS, DROVER_FUZZ_SEED); writes .local/fuzz/admission.json.
 	DROVER_MANAGER=$(BIN)/drover-manager DROVER_FUZZ_REQUESTS=$${DROVER_FUZZ_REQUESTS:-4000} \
 		go test -count=1 -timeout 30m -v ./test/e2e/ -run TestE2E -args --ginkgo.focus='Admission fuzz'
 

@@ -25,6 +25,8 @@ type fuzzConfig struct {
 	// requestBudget bounds the request phase; settleLimit the wait for the controllers to go quiet;
 	// observe is the length of each of the two rounds of the error-loop check.
 	requestBudget, settleLimit, observe time.Duration
+	// burstRounds is the number of rounds of the burst phase.
+	burstRounds int
 }
 
 // fuzzConfigFromEnv reads DROVER_FUZZ_SEED (default: the time) and DROVER_FUZZ_REQUESTS (default 400, the
@@ -45,35 +47,46 @@ func fuzzConfigFromEnv() fuzzConfig {
 		Expect(n).To(BeNumerically(">", 0), "DROVER_FUZZ_REQUESTS")
 		cfg.requests = n
 	}
-	// Twice the time the rate allows, and a minute for slow answers.
-	cfg.requestBudget = time.Duration(float64(cfg.requests)/float64(cfg.rate)*2*float64(time.Second)) + time.Minute
+	// Three times the time the rate allows (the requests go one after another, and the GETs of the updates
+	// count), and a minute for slow answers.
+	cfg.requestBudget = time.Duration(float64(cfg.requests)/float64(cfg.rate)*3*float64(time.Second)) + time.Minute
+	cfg.burstRounds = burstRounds(cfg.requests)
 	return cfg
 }
 
 // The admission fuzz sends random and mutated objects of every served kind (NodePool, YurtAppDaemon,
-// UnitedDaemonSet, TApp) as CREATE and UPDATE requests through the local cluster's kube-apiserver, and
-// checks:
+// UnitedDaemonSet, TApp, PersistentPodState, StagedBindingPolicy) and of StatefulSets carrying the
+// PersistentPodState generator's annotations as CREATE and UPDATE requests through the local cluster's
+// kube-apiserver, after sending the largest valid object of each of the six kinds at once, and checks:
 //
 //   - no answer is a 5xx, and every request is answered within the client's 15 s deadline;
 //   - every denial by one of drover's webhooks is a 422 (StatusReasonInvalid) with at least one cause that
 //     carries a field path (no drover webhook answers 400); an unmutated seed and a valid edit of an
 //     admitted object are admitted, and an object a mutation made certainly invalid is not;
 //   - the 99th percentile of the client-side latency of the requests is under 1 s;
+//   - burst: before the requests, on the cluster as the suite left it, the largest valid object of each of
+//     the six kinds (every list at its bound, as far as etcd would store it: admissionfuzz_largest_test.go)
+//     is sent as a server-side dry-run create, the six at once, for 2 rounds (10 with 4,000 requests or
+//     more). Each is admitted, and each kind's client latency is under 3 s at the 99th percentile;
 //   - the manager does not panic (its log since the start names no panic; its panic counters stay) and runs
 //     as the same process throughout (no exit, no restart);
 //   - the admitted objects do not put a controller into an error loop. Criterion: once the controllers are
 //     quiet (no queued or running reconcile three seconds in a row, at most 30 s), two rounds run; each
 //     nudges every admitted object (a change its controller's event filter lets through, which makes the
-//     controller reconcile it whatever its retry backoff) and then watches for 10 s. A controller whose
-//     controller_runtime_reconcile_errors_total grows in both rounds fails on some admitted object each
-//     time it looks at it: that is an error loop, and the failure names the objects of the
-//     "Reconciler error" lines of the manager's log. An error in one round only is reported, not failed.
+//     controller reconcile it whatever its retry backoff: for a StatefulSet, a change the generator's filter
+//     lets through) and then watches for 10 s. A controller whose controller_runtime_reconcile_errors_total
+//     grows in both rounds fails on some admitted object each time it looks at it: that is an error loop,
+//     and the failure names the objects of the "Reconciler error" lines of the manager's log. An error in
+//     one round only is reported, not failed. A controller that did not reconcile at all in a round whose
+//     nudges of its kind were admitted fails the run too (the check would be blind to it);
+//   - no object is one a controller fails on five times or more: the "Reconciler error" lines of the
+//     manager's log over the whole spec, counted by object.
 //
 // The seed is printed; DROVER_FUZZ_SEED reproduces a run (the same requests, as long as the cluster gives
 // the same answers, which decide the objects later requests update). The figures are printed and written
-// to .local/fuzz/admission.json.
+// to .local/fuzz/admission.json, with the Warning events the controllers recorded about the fuzz's objects.
 var _ = Describe("Admission fuzz", func() {
-	It("answers every mutated object with 2xx or a 4xx, drover's denials as 422 with field paths, and admits nothing its controllers fail on", func() {
+	It("answers every mutated object with 2xx or a 4xx, drover's denials as 422 with field paths, the largest objects within 3 s, and admits nothing its controllers fail on", func() {
 		cfg := fuzzConfigFromEnv()
 		GinkgoWriter.Printf("admission fuzz: seed %d, %d requests (DROVER_FUZZ_SEED, DROVER_FUZZ_REQUESTS)\n", cfg.seed, cfg.requests)
 		began := time.Now()
@@ -82,22 +95,22 @@ var _ = Describe("Admission fuzz", func() {
 		first := watch.sample()
 		errorsBefore, panicsBefore := reconcileErrors(first), panics(first)
 
+		By(fmt.Sprintf("sending the largest object of each kind, six at once, %d rounds", cfg.burstRounds))
+		run.burst(cfg.burstRounds)
+
 		By(fmt.Sprintf("sending %d requests", cfg.requests))
 		run.sendAll()
 
-		By("waiting for the controllers to go quiet, then checking for error loops")
+		By("waiting for the controllers to go quiet")
 		rf := &run.figures.ReconcileErrors
 		took, quiet := watch.waitQuiet(cfg.settleLimit)
 		rf.SettledInS, rf.Settled = took.Round(time.Second).Seconds(), quiet
 		rf.DuringRun = subtract(reconcileErrors(watch.sample()), errorsBefore)
-		roundsStart := fileSize(cluster.ManagerLog())
-		for round := 1; round <= 2; round++ {
-			before := reconcileErrors(watch.sample())
-			run.nudgeAll(round)
-			Consistently(cluster.Err).WithTimeout(cfg.observe).WithPolling(time.Second).Should(Succeed())
-			rf.Rounds = append(rf.Rounds, subtract(reconcileErrors(watch.sample()), before))
-		}
-		run.explainErrors(erroringObjects(roundsStart))
+
+		By("checking for error loops")
+		run.errorLoopRounds(watch)
+		run.wholeRunErrors(watch.logStart)
+		run.figures.WarningEvents = warningEvents()
 		run.figures.Panics = panics(watch.sample()) - panicsBefore
 
 		run.figures.finish(began)
@@ -118,7 +131,8 @@ func report(f *fuzzFigures) {
 	fmt.Fprintf(os.Stdout, "%s  figures: %s\n", f.summary(), file)
 }
 
-// problems lists what the figures show wrong: the failure classes, error loops, panics, slow answers.
+// problems lists what the figures show wrong: the failure classes, slow answers, panics, the burst's problems
+// and the quiet phase's (error loops, objects failed on too often, nudges without effect).
 func (r *fuzzRun) problems(cfg fuzzConfig) []string {
 	f := r.figures
 	var out []string
@@ -134,21 +148,8 @@ func (r *fuzzRun) problems(cfg fuzzConfig) []string {
 	if f.Panics > 0 {
 		out = append(out, fmt.Sprintf("%v panic(s) recovered by the manager", f.Panics))
 	}
-	rf := f.ReconcileErrors
-	for _, c := range sortedKeys(rf.Rounds[0]) {
-		if rf.Rounds[0][c] == 0 || rf.Rounds[1][c] == 0 {
-			continue
-		}
-		var objs []string
-		for i, e := range rf.erroring {
-			if e.Controller == c && len(objs) < 3 {
-				objs = append(objs, rf.Objects[i])
-			}
-		}
-		out = append(out, fmt.Sprintf("error loop: controller %s failed %v and %v times in the two rounds, on:\n      %s",
-			c, rf.Rounds[0][c], rf.Rounds[1][c], strings.Join(objs, "\n      ")))
-	}
-	return out
+	out = append(out, f.Burst.problems()...)
+	return append(out, r.quietProblems()...)
 }
 
 func head[T any](s []T, n int) []T { return s[:min(n, len(s))] }

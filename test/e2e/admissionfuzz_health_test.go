@@ -198,6 +198,7 @@ func erroringObjects(offset int64) []erroringObject {
 		if json.Unmarshal([]byte(l), &e) != nil {
 			e.Error = l
 		}
+		generatorObject(&e)
 		o := &erroringObject{reconcileErrorLine: e}
 		if prev, ok := byKey[o.key()]; ok {
 			o = prev

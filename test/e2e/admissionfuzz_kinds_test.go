@@ -1,7 +1,9 @@
 package e2e
 
 // The admission fuzz's generator, part 3: the served kinds, their valid seed objects and the mutations that
-// know their fields. NodePool and the two YurtAppDaemon kinds are here, TApp in admissionfuzz_tapp_test.go.
+// know their fields. NodePool and the two YurtAppDaemon kinds are here; TApp, PersistentPodState, the
+// StatefulSets of the PersistentPodState generator and StagedBindingPolicy have files of their own
+// (admissionfuzz_tapp_test.go, admissionfuzz_pps_test.go, admissionfuzz_sts_test.go, admissionfuzz_sbp_test.go).
 
 import (
 	"bufio"
@@ -30,6 +32,12 @@ import (
 type fuzzKind struct {
 	kind, abbr, resource, groupVersion string
 	namespaced                         bool
+	// controllers are the controllers (their metrics label) that reconcile an object of the kind when it is
+	// nudged.
+	controllers []string
+	// prepare, when set, adjusts a copy of a seed once the run has named it (and set its namespace), before
+	// any mutation: what must follow the name (a PersistentPodState's target, a StatefulSet's labels).
+	prepare func(o jsonObj)
 	// seeds are valid objects: without a mutation, every one is admitted.
 	seeds []jsonObj
 	// mutations know the kind's fields; the generic ones come on top.
@@ -63,7 +71,8 @@ const (
 	fuzzNudgeKey = "fuzz.drover.dev/nudge"
 )
 
-// fuzzKinds returns the four served kinds with their seeds read from the repository at root.
+// fuzzKinds returns the kinds the fuzz sends, with their seeds read from the repository at root: drover's six
+// served kinds and the StatefulSets that carry the PersistentPodState generator's annotations.
 func fuzzKinds(root string) ([]*fuzzKind, error) {
 	samples := filepath.Join(root, "config", "samples")
 	deploy, err := readManifest(filepath.Join(samples, "yurtappdaemon.yaml"))
@@ -79,11 +88,22 @@ func fuzzKinds(root string) ([]*fuzzKind, error) {
 	if err != nil {
 		return nil, err
 	}
+	statefulSets, err := stsSeeds(root)
+	if err != nil {
+		return nil, err
+	}
+	sbps, err := sbpSeeds(root)
+	if err != nil {
+		return nil, err
+	}
 	return []*fuzzKind{
 		nodePoolFuzzKind(),
 		ownerFuzzKind("YurtAppDaemon", "yad", "yurtappdaemons", ownerSeeds),
 		ownerFuzzKind("UnitedDaemonSet", "udd", "uniteddaemonsets", ownerSeeds),
 		tappFuzzKind(tapps),
+		ppsFuzzKind(),
+		stsFuzzKind(statefulSets),
+		sbpFuzzKind(sbps),
 	}, nil
 }
 
@@ -137,6 +157,7 @@ func nodePoolFuzzKind() *fuzzKind {
 			corev1.Taint{Key: "fuzz.drover.dev/evict", Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
 	return &fuzzKind{
 		kind: "NodePool", abbr: "np", resource: "nodepools", groupVersion: openyurtv1beta1.GroupVersion.String(),
+		controllers: []string{"nodepool"},
 		seeds: []jsonObj{
 			seedOf(testutil.MakeNodePool("x").Obj()),
 			seedOf(testutil.MakeNodePool("x").Type(openyurtv1beta1.Cloud).Labels(map[string]string{"fuzz.drover.dev/zone": "z2"}).Obj()),

@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -36,8 +35,9 @@ type fuzzRun struct {
 	history map[string][]string
 }
 
-// newFuzzRun prepares a run: three namespaces, the target pool of the seed YurtAppDaemons, the kinds and
-// their seeds. Everything it and the run create goes at the end of the spec.
+// newFuzzRun prepares a run: three namespaces, the target pool of the seed YurtAppDaemons, the KubeStellar
+// fixture of the seed StagedBindingPolicies, the PersistentPodStates that claim fuzzClaimedTarget, the kinds
+// and their seeds. Everything it and the run create goes at the end of the spec.
 func newFuzzRun(cfg fuzzConfig) *fuzzRun {
 	root, err := localcluster.FindRepoRoot("")
 	Expect(err).NotTo(HaveOccurred())
@@ -54,6 +54,8 @@ func newFuzzRun(cfg fuzzConfig) *fuzzRun {
 	}
 	target := &openyurtv1beta1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: fuzzTargetPool, Labels: map[string]string{fuzzTargetLabel: "true"}}}
 	Expect(k8sClient.Create(suiteCtx, target)).To(Succeed())
+	setupSBPFixture(r.namespaces[0])
+	claimTarget(r.namespaces)
 	DeferCleanup(func() {
 		r.cleanup()
 		Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, target))).To(Succeed())
@@ -84,6 +86,9 @@ func (r *fuzzRun) create(k *fuzzKind, i int) {
 	if k.namespaced {
 		ns = pick(r.g, r.namespaces)
 		meta["namespace"] = ns
+	}
+	if k.prepare != nil {
+		k.prepare(o)
 	}
 	q := &fuzzRequest{Op: "CREATE", Kind: k.kind, Seed: si}
 	if !r.g.chance(r.cfg.validShare) {
@@ -146,11 +151,7 @@ func (r *fuzzRun) explainErrors(objs []erroringObject) {
 	rf := &r.figures.ReconcileErrors
 	rf.erroring = objs
 	for _, e := range objs {
-		s := fmt.Sprintf("%s %s/%s ×%d: %s", e.Controller, e.Namespace, e.Name, e.Count, e.Error)
-		if h := r.history[e.key()]; len(h) > 0 {
-			s += "\n        written by: " + strings.Join(h, "\n        then: ")
-		}
-		rf.Objects = append(rf.Objects, s)
+		rf.Objects = append(rf.Objects, r.describeErroring(e))
 	}
 }
 
@@ -178,8 +179,10 @@ func (r *fuzzRun) mutate(k *fuzzKind, o jsonObj) []change {
 	return changes
 }
 
-// nudgeAll patches every admitted object with its kind's nudge.
-func (r *fuzzRun) nudgeAll(round int) {
+// nudgeAll patches every admitted object with its kind's nudge, and returns how many nudges of each kind were
+// admitted.
+func (r *fuzzRun) nudgeAll(round int) map[*fuzzKind]int {
+	admitted := map[*fuzzKind]int{}
 	for _, k := range r.kinds {
 		for _, obj := range r.live[k] {
 			patch := k.nudge(obj.stored, round)
@@ -192,6 +195,7 @@ func (r *fuzzRun) nudgeAll(round int) {
 			q.record(resp)
 			r.figures.addNudge(q, resp)
 			if resp.code/100 == 2 {
+				admitted[k]++
 				if stored, err := decodeJSON(resp.body); err == nil {
 					obj.stored = stored
 				}
@@ -199,17 +203,21 @@ func (r *fuzzRun) nudgeAll(round int) {
 		}
 	}
 	GinkgoWriter.Printf("admission fuzz: nudge round %d sent\n", round)
+	return admitted
 }
 
-// cleanup deletes the NodePools the fuzz created (the namespaced objects go with their namespaces).
+// cleanup deletes the cluster-scoped objects the fuzz created (the namespaced ones go with their
+// namespaces).
 func (r *fuzzRun) cleanup() {
 	for _, k := range r.kinds {
 		if k.namespaced {
 			continue
 		}
 		for _, o := range r.live[k] {
-			pool := &openyurtv1beta1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: o.name}}
-			Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, pool))).To(Succeed())
+			resp := r.c.do(suiteCtx, http.MethodDelete, k.path("", o.name), nil)
+			Expect(resp.err).NotTo(HaveOccurred(), "deleting %s %s", k.kind, o.name)
+			Expect(resp.code/100 == 2 || resp.code == http.StatusNotFound).To(BeTrue(),
+				"deleting %s %s: %d %s", k.kind, o.name, resp.code, resp.body)
 		}
 	}
 }

@@ -38,7 +38,8 @@ func ownerFuzzKind(kind, abbr, resource string, seeds []jsonObj) *fuzzKind {
 	budget := deploymentMember.child("spec").child("strategy").child("rollingUpdate")
 	return &fuzzKind{
 		kind: kind, abbr: abbr, resource: resource, groupVersion: openyurtv1alpha1.GroupVersion.String(), namespaced: true,
-		seeds: own,
+		controllers: []string{strings.ToLower(kind)},
+		seeds:       own,
 		mutations: append(containerMutations("/spec/workloadTemplate/", false),
 			mutation{"bad-label", mutBadLabel},
 			mutIntOrString(deploymentMember, budget.child("maxUnavailable"), budget.child("maxSurge")),

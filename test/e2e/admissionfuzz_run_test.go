@@ -26,10 +26,12 @@ import (
 const fuzzRequestTimeout = 15 * time.Second
 
 // fuzzClient sends raw JSON bodies, at most rate requests per second (every request counts: GETs, the
-// fuzz's writes and the nudges).
+// fuzz's writes and the nudges). Without a limiter it sends at once; with dryRun every request is a
+// server-side dry run.
 type fuzzClient struct {
 	rc      *rest.RESTClient
 	limiter flowcontrol.RateLimiter
+	dryRun  bool
 }
 
 func newFuzzClient(cfg *rest.Config, rate float32) (*fuzzClient, error) {
@@ -54,14 +56,19 @@ type response struct {
 	latency time.Duration
 }
 
-// do sends one request: verb POST, PUT, PATCH (merge patch) or GET.
+// do sends one request: verb POST, PUT, PATCH (merge patch), GET or DELETE.
 func (c *fuzzClient) do(ctx context.Context, verb, path string, body []byte) response {
-	c.limiter.Accept()
+	if c.limiter != nil {
+		c.limiter.Accept()
+	}
 	ctx, cancel := context.WithTimeout(ctx, fuzzRequestTimeout)
 	defer cancel()
 	req := c.rc.Verb(verb).AbsPath(path)
 	if verb == http.MethodPatch {
 		req = c.rc.Patch(types.MergePatchType).AbsPath(path)
+	}
+	if c.dryRun {
+		req = req.Param("dryRun", metav1.DryRunAll)
 	}
 	if body != nil {
 		req = req.Body(body)

@@ -53,21 +53,40 @@ type fuzzFigures struct {
 		APIServer      int `json:"apiServer"`
 	} `json:"invalid422"`
 	// DroverDenialsByCode counts every denial by one of drover's webhooks by code (all should be 422).
-	DroverDenialsByCode map[string]int `json:"droverDenialsByCode"`
-	ServerErrors        int            `json:"serverErrors5xx"`
-	NoAnswer            int            `json:"noAnswer"`
-	LatencyMS           struct {
-		P50 float64 `json:"p50"`
-		P99 float64 `json:"p99"`
-		Max float64 `json:"max"`
-	} `json:"latencyMs"`
-	PerKind         map[string]*kindFigures  `json:"perKind"`
-	Failures        map[string]*failureClass `json:"failures"`
-	ReconcileErrors reconcileFigures         `json:"reconcileErrors"`
-	Panics          float64                  `json:"panics"`
-	DurationS       float64                  `json:"durationSeconds"`
+	DroverDenialsByCode map[string]int           `json:"droverDenialsByCode"`
+	ServerErrors        int                      `json:"serverErrors5xx"`
+	NoAnswer            int                      `json:"noAnswer"`
+	LatencyMS           latencyFigures           `json:"latencyMs"`
+	PerKind             map[string]*kindFigures  `json:"perKind"`
+	Failures            map[string]*failureClass `json:"failures"`
+	// Burst is the burst phase: the largest valid object of each kind, sent six at once.
+	Burst           burstFigures     `json:"burst"`
+	ReconcileErrors reconcileFigures `json:"reconcileErrors"`
+	// WarningEvents counts the Warning events about the fuzz's objects by kind and reason: how the
+	// controllers reported what they refused (PersistentPodStateRefused, GateError, ...).
+	WarningEvents map[string]int `json:"warningEvents"`
+	Panics        float64        `json:"panics"`
+	DurationS     float64        `json:"durationSeconds"`
 
 	latencies []time.Duration
+}
+
+// latencyFigures are percentiles of client-side latencies, in milliseconds.
+type latencyFigures struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// latencyOf computes the figures of ds, which it sorts.
+func latencyOf(ds []time.Duration) latencyFigures {
+	slices.Sort(ds)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var l latencyFigures
+	if n := len(ds); n > 0 {
+		l.P50, l.P99, l.Max = ms(measure.Percentile(ds, 50)), ms(measure.Percentile(ds, 99)), ms(ds[n-1])
+	}
+	return l
 }
 
 // reconcileFigures are the controllers' reconcile errors: during the requests and the settling, and in each
@@ -77,17 +96,26 @@ type reconcileFigures struct {
 	SettledInS float64              `json:"settledInSeconds"`
 	Settled    bool                 `json:"settled"`
 	Rounds     []map[string]float64 `json:"rounds"`
+	// Reconciles counts each controller's reconciles in each round: the nudges reached it.
+	Reconciles []map[string]float64 `json:"reconcilesInRounds"`
 	// Objects are the objects of the "Reconciler error" lines of the manager's log during the rounds, with
 	// the requests that made them what they are.
 	Objects []string `json:"objects,omitempty"`
+	// WholeRun are the objects of the "Reconciler error" lines over the whole spec, most frequent first; one
+	// with maxObjectErrors or more fails the run.
+	WholeRun []string `json:"wholeRun,omitempty"`
+	// Unreached names the controllers that did not reconcile in a round whose nudges of their kind were
+	// admitted.
+	Unreached []string `json:"unreached,omitempty"`
 
-	erroring []erroringObject
+	erroring, persistent []erroringObject
 }
 
 func newFuzzFigures(seed uint64) *fuzzFigures {
 	return &fuzzFigures{
 		Seed: seed, ByCode: map[string]int{}, DroverDenialsByCode: map[string]int{},
 		PerKind: map[string]*kindFigures{}, Failures: map[string]*failureClass{},
+		Burst: burstFigures{PerKind: map[string]*burstKind{}},
 	}
 }
 
@@ -197,12 +225,9 @@ func (f *fuzzFigures) addNudge(q *fuzzRequest, r response) {
 
 // finish computes the latency figures.
 func (f *fuzzFigures) finish(began time.Time) {
-	slices.Sort(f.latencies)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	f.LatencyMS.P50 = ms(measure.Percentile(f.latencies, 50))
-	f.LatencyMS.P99 = ms(measure.Percentile(f.latencies, 99))
-	if n := len(f.latencies); n > 0 {
-		f.LatencyMS.Max = ms(f.latencies[n-1])
+	f.LatencyMS = latencyOf(f.latencies)
+	for _, b := range f.Burst.PerKind {
+		b.LatencyMS = latencyOf(b.latencies)
 	}
 	f.DurationS = time.Since(began).Round(100 * time.Millisecond).Seconds()
 }
@@ -221,14 +246,23 @@ func (f *fuzzFigures) summary() string {
 		kf := f.PerKind[k]
 		fmt.Fprintf(&b, "  %-16s %4d requests, %4d admitted, %4d denied\n", k, kf.Requests, kf.Accepted, kf.Denied)
 	}
+	f.Burst.summarize(&b)
 	rf := f.ReconcileErrors
 	fmt.Fprintf(&b, "  reconcile errors during the run: %s; quiet after %.0f s: %v\n", sortedFloats(rf.DuringRun), rf.SettledInS, rf.Settled)
 	for i, r := range rf.Rounds {
 		fmt.Fprintf(&b, "  reconcile errors in error-loop round %d: %s\n", i+1, sortedFloats(r))
+		if i < len(rf.Reconciles) {
+			fmt.Fprintf(&b, "    reconciles: %s\n", sortedFloats(rf.Reconciles[i]))
+		}
 	}
 	for _, o := range head(rf.Objects, 5) {
 		fmt.Fprintf(&b, "    - %s\n", o)
 	}
+	fmt.Fprintf(&b, "  objects with reconcile errors over the whole run: %d\n", len(rf.WholeRun))
+	for _, o := range head(rf.WholeRun, 5) {
+		fmt.Fprintf(&b, "    - %s\n", o)
+	}
+	fmt.Fprintf(&b, "  warning events: %s\n", sortedCounts(f.WarningEvents))
 	fmt.Fprintf(&b, "  panics %v\n", f.Panics)
 	for _, class := range sortedKeys(f.Failures) {
 		fc := f.Failures[class]

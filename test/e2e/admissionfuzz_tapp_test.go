@@ -45,7 +45,8 @@ func tappFuzzKind(seeds []jsonObj) *fuzzKind {
 	strategy := jsonPath{"spec", "updateStrategy"}
 	return &fuzzKind{
 		kind: "TApp", abbr: "tapp", resource: "tapps", groupVersion: tkestackv1.GroupVersion.String(), namespaced: true,
-		seeds: seeds,
+		controllers: []string{"tapp"},
+		seeds:       seeds,
 		mutations: append(containerMutations("/spec/template/", true),
 			mutation{"bad-label", mutBadLabel},
 			mutIntOrString(jsonPath{"spec"}, strategy.child("maxUnavailable"), strategy.child("forceUpdate").child("maxUnavailable")),

@@ -1,0 +1,160 @@
+package e2e
+
+// The admission fuzz's burst phase, before its requests: the largest valid object of each of drover's six
+// kinds (admissionfuzz_largest_test.go), sent at once as server-side dry-run creates, for a few rounds. Every one
+// must be admitted, and each kind's client latency must stay under burstP99Limit at the 99th percentile: the
+// largest object of each kind, and six of them at once, are answered within 3 s.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+const (
+	// burstP99Limit bounds each kind's 99th percentile of the burst's client latencies.
+	burstP99Limit = 3 * time.Second
+	// etcdMaxBytes is the largest request etcd accepts by default: a larger object cannot be stored.
+	etcdMaxBytes = 1536 * 1024
+)
+
+// burstFigures are what the burst measured, by kind.
+type burstFigures struct {
+	Rounds  int                   `json:"rounds"`
+	PerKind map[string]*burstKind `json:"perKind"`
+}
+
+// burstKind is one kind's share of the burst.
+type burstKind struct {
+	// RequestBytes is the size of the object sent; StoredBytes that of the object the dry run returned,
+	// managed fields included: what etcd would store.
+	RequestBytes int            `json:"requestBytes"`
+	StoredBytes  int            `json:"storedBytes"`
+	ByCode       map[string]int `json:"byCode"`
+	LatencyMS    latencyFigures `json:"latencyMs"`
+	// Failures are the answers that were not an admission (at most a few).
+	Failures []string `json:"failures,omitempty"`
+
+	latencies []time.Duration
+}
+
+// burstRounds is the number of rounds for a run of n requests: 2 in the short run, 10 in the full one.
+func burstRounds(n int) int { return min(max(n/400, 2), 10) }
+
+// largestObjects returns the largest valid object of each of drover's kinds, by kind, named for round; the
+// namespaced ones in ns. The StagedBindingPolicy alternates between its two shapes: every expression set
+// (even rounds) and the costliest expressions to check (odd rounds).
+func largestObjects(ns string, round int) map[string]any {
+	suffix := "-" + strconv.Itoa(round)
+	return map[string]any{
+		"NodePool":            largestNodePool("fz-burst-np" + suffix),
+		"YurtAppDaemon":       largestOwner("YurtAppDaemon", "fz-burst-yad"+suffix, ns),
+		"UnitedDaemonSet":     largestOwner("UnitedDaemonSet", "fz-burst-udd"+suffix, ns),
+		"TApp":                largestTApp("fz-burst-tapp"+suffix, ns),
+		"PersistentPodState":  largestPPS("fz-burst-pps"+suffix, ns, "fz-burst-target"+suffix+"-"),
+		"StagedBindingPolicy": largestSBP("fz-burst-sbp"+suffix+"-", round, round%2 == 1),
+	}
+}
+
+// burst runs the burst phase: rounds of the six largest objects sent at once.
+func (r *fuzzRun) burst(rounds int) {
+	c := &fuzzClient{rc: r.c.rc, dryRun: true}
+	bf := &r.figures.Burst
+	bf.Rounds = rounds
+	ns := r.namespaces[0]
+	for round := range rounds {
+		type sent struct {
+			k    *fuzzKind
+			body []byte
+			resp response
+		}
+		var batch []*sent
+		objs := largestObjects(ns, round)
+		for _, k := range r.kinds {
+			if o, ok := objs[k.kind]; ok {
+				data, err := json.Marshal(o)
+				Expect(err).NotTo(HaveOccurred())
+				batch = append(batch, &sent{k: k, body: data})
+			}
+		}
+		Expect(batch).To(HaveLen(len(objs)), "a kind of the burst is not a fuzz kind")
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, s := range batch {
+			wg.Go(func() {
+				<-start
+				s.resp = c.do(suiteCtx, http.MethodPost, s.k.path(ns, ""), s.body)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, s := range batch {
+			bf.record(s.k.kind, len(s.body), s.resp)
+		}
+	}
+}
+
+// record counts one answer of the burst.
+func (bf *burstFigures) record(kind string, size int, r response) {
+	bk := bf.PerKind[kind]
+	if bk == nil {
+		bk = &burstKind{ByCode: map[string]int{}}
+		bf.PerKind[kind] = bk
+	}
+	bk.RequestBytes = size
+	bk.ByCode[strconv.Itoa(r.code)]++
+	bk.latencies = append(bk.latencies, r.latency)
+	if r.code/100 == 2 {
+		bk.StoredBytes = max(bk.StoredBytes, len(r.body))
+		return
+	}
+	msg := ""
+	switch {
+	case r.err != nil:
+		msg = r.err.Error()
+	case r.status != nil:
+		msg = r.status.Message
+	}
+	if len(bk.Failures) < 3 {
+		bk.Failures = append(bk.Failures, fmt.Sprintf("%d after %s: %s", r.code, r.latency.Round(time.Millisecond), cut(msg, 400)))
+	}
+}
+
+// problems lists what the burst shows wrong: an answer that is not an admission (the objects are valid: a
+// 4xx is a finding too), a p99 at or over burstP99Limit, an object that etcd would not store.
+func (bf *burstFigures) problems() []string {
+	var out []string
+	for _, kind := range sortedKeys(bf.PerKind) {
+		bk := bf.PerKind[kind]
+		for code, n := range bk.ByCode {
+			if !strings.HasPrefix(code, "2") {
+				out = append(out, fmt.Sprintf("burst: the largest %s was answered %s %d time(s), e.g. %s", kind, code, n, strings.Join(bk.Failures, "; ")))
+			}
+		}
+		if bk.LatencyMS.P99 >= float64(burstP99Limit.Milliseconds()) {
+			out = append(out, fmt.Sprintf("burst: the largest %s took %.0f ms at p99 (max %.0f ms), not under %s",
+				kind, bk.LatencyMS.P99, bk.LatencyMS.Max, burstP99Limit))
+		}
+		if bk.StoredBytes > etcdMaxBytes {
+			out = append(out, fmt.Sprintf("burst: the largest %s would be stored at %d bytes, more than etcd's %d: it is not valid, fix its builder",
+				kind, bk.StoredBytes, etcdMaxBytes))
+		}
+	}
+	return out
+}
+
+// summarize writes the burst's lines of the summary.
+func (bf *burstFigures) summarize(b *strings.Builder) {
+	fmt.Fprintf(b, "  burst: the largest object of each kind, six at once, %d round(s) of dry-run creates:\n", bf.Rounds)
+	for _, kind := range sortedKeys(bf.PerKind) {
+		bk := bf.PerKind[kind]
+		fmt.Fprintf(b, "    %-19s %8d bytes (stored %8d): p50 %7.1f ms, p99 %7.1f ms, max %7.1f ms; codes %s\n",
+			kind, bk.RequestBytes, bk.StoredBytes, bk.LatencyMS.P50, bk.LatencyMS.P99, bk.LatencyMS.Max, sortedCounts(bk.ByCode))
+	}
+}
