@@ -3,19 +3,23 @@
 // credentials.
 //
 //	kubectl drover preview tapp [-n NAMESPACE | -A] [-v]
+//	kubectl drover rollback tapp [-n NAMESPACE | -A] [--dry-run]
 //
 // preview reads (never writes) the objects another controller left and prints what drover's first passes
 // would do to each: adopt, relabel, update in place, recreate, create, delete or keep, and why. Run it before
-// switching from the upstream controller (docs/migrate/).
+// switching from the upstream controller (docs/migrate/). rollback prepares the objects for the upstream
+// controller again, once drover's controller is stopped: it prints what it does, then does it.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,6 +36,9 @@ const usage = `kubectl drover: drover's kubectl plugin.
 
 Commands:
   preview tapp [-n NAMESPACE | -A] [-v]   what drover would do to the TApps and pods of a namespace (read only)
+  rollback tapp [-n NAMESPACE | -A] [--dry-run]
+                                          put TKEStack's hash labels back on the pods, after stopping drover's
+                                          TApp controller and before starting TKEStack's
   version                                 the plugin's version
 
 Flags of every command: --kubeconfig PATH, --context NAME.
@@ -53,6 +60,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	switch args[0] {
 	case "preview":
 		return runPreview(ctx, args[1:], out)
+	case "rollback":
+		return runRollback(ctx, args[1:], out)
 	case "version":
 		_, err := fmt.Fprintln(out, "kubectl-drover", version.Get())
 		return err
@@ -71,36 +80,34 @@ var previewers = map[string]func(ctx context.Context, c client.Reader, namespace
 	},
 }
 
-func runPreview(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("preview needs a kind: tapp")
-	}
-	kind, args := args[0], args[1:]
-	previewer, ok := previewers[kind]
-	if !ok {
-		return fmt.Errorf("preview: unknown kind %q (known: tapp)", kind)
-	}
-	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
+// target is what a command works on: a client of the kubeconfig's cluster and the namespace ("" for all).
+type target struct {
+	c         client.Client
+	namespace string
+	timeout   time.Duration
+}
+
+// parseTarget parses the flags every command shares, plus those extra adds to fs, and builds the client.
+func parseTarget(fs *flag.FlagSet, args []string) (*target, error) {
 	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig (default: $KUBECONFIG or ~/.kube/config).")
 	kubeContext := fs.String("context", "", "The kubeconfig context to use (default: the current one).")
 	namespace := fs.String("n", "", "Namespace (default: the context's namespace).")
 	all := fs.Bool("A", false, "Every namespace.")
-	verbose := fs.Bool("v", false, "List the objects left as they are too.")
-	timeout := fs.Duration("timeout", time.Minute, "How long reading the cluster may take.")
+	timeout := fs.Duration("timeout", time.Minute, "How long the command may take.")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: *kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence},
 		&clientcmd.ConfigOverrides{CurrentContext: *kubeContext})
 	cfg, err := loader.ClientConfig()
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	ns := *namespace
 	if ns == "" && !*all {
 		if ns, _, err = loader.Namespace(); err != nil {
-			return fmt.Errorf("reading the context's namespace: %w", err)
+			return nil, fmt.Errorf("reading the context's namespace: %w", err)
 		}
 	}
 	if *all {
@@ -108,13 +115,70 @@ func runPreview(ctx context.Context, args []string, out io.Writer) error {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
-		return fmt.Errorf("creating a client: %w", err)
+		return nil, fmt.Errorf("creating a client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	return &target{c: c, namespace: ns, timeout: *timeout}, nil
+}
+
+// kindArg splits the kind off a command's arguments and checks that known has it.
+func kindArg(command string, args []string, known ...string) (string, []string, error) {
+	if len(args) == 0 {
+		return "", nil, fmt.Errorf("%s needs a kind: %s", command, strings.Join(known, ", "))
+	}
+	if !slices.Contains(known, args[0]) {
+		return "", nil, fmt.Errorf("%s: unknown kind %q (known: %s)", command, args[0], strings.Join(known, ", "))
+	}
+	return args[0], args[1:], nil
+}
+
+func runPreview(ctx context.Context, args []string, out io.Writer) error {
+	kind, args, err := kindArg("preview", args, slices.Sorted(maps.Keys(previewers))...)
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
+	verbose := fs.Bool("v", false, "List the objects left as they are too.")
+	t, err := parseTarget(fs, args)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	reports, err := previewer(ctx, c, ns)
+	reports, err := previewers[kind](ctx, t.c, t.namespace)
 	if err != nil {
 		return err
 	}
 	return preview.Write(out, reports, *verbose)
+}
+
+// runRollback prepares TApps and their pods for TKEStack's controller (the only kind that needs it so far).
+func runRollback(ctx context.Context, args []string, out io.Writer) error {
+	_, args, err := kindArg("rollback", args, "tapp")
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("rollback", flag.ContinueOnError)
+	dryRun := fs.Bool("dry-run", false, "Print what the rollback does and change nothing.")
+	t, err := parseTarget(fs, args)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	reports, restores, err := tapp.PlanRollback(ctx, t.c, t.namespace)
+	if err != nil {
+		return err
+	}
+	if err := preview.Write(out, reports, false); err != nil {
+		return err
+	}
+	if *dryRun {
+		_, err := fmt.Fprintf(out, "dry run: %d pod(s) would get TKEStack's hash labels back\n", len(restores))
+		return err
+	}
+	if err := tapp.ApplyRollback(ctx, t.c, restores); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%d pod(s) got TKEStack's hash labels back\n", len(restores))
+	return err
 }

@@ -20,6 +20,7 @@ func TestRunCommandLines(t *testing.T) {
 		"preview of an unknown kind": {
 			args: []string{"preview", "widgets"}, wantErr: `preview: unknown kind "widgets" (known: tapp)`,
 		},
+		"rollback of an unknown kind": {args: []string{"rollback", "yurtappdaemon"}, wantErr: `rollback: unknown kind "yurtappdaemon" (known: tapp)`},
 		"a kubeconfig that does not exist": {
 			args: []string{"preview", "tapp", "--kubeconfig", "/nonexistent/kubeconfig"}, wantErr: "loading the kubeconfig",
 		},

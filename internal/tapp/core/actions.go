@@ -149,6 +149,7 @@ func (p *Pass) decideForeign(a InstanceAction) InstanceAction {
 		return a
 	}
 	a = a.with(ActionUpdate, "")
+	keepUpstreamHashes(a.Pod, desired, "") // for a rollback; the template they stand for is not this one
 	a.Desired = desired
 	_, changes := MergePod(a.Pod, desired)
 	a.InPlace = len(changes) > 0

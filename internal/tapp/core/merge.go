@@ -116,9 +116,11 @@ func StartInPlaceUpdate(gated, desired *corev1.Pod, now time.Time) (*corev1.Pod,
 }
 
 // Restamp returns a copy of a pod with both hash labels set to the template's (a foreign-format pod
-// that is up to date gets one metadata patch, no gate change, no budget).
+// that is up to date gets one metadata patch, no gate change, no budget). Another controller's hashes are
+// kept in an annotation (UpstreamHashes) for a rollback.
 func Restamp(pod *corev1.Pod, tpl *Template) *corev1.Pod {
 	out := pod.DeepCopy()
+	keepUpstreamHashes(pod, out, tpl.Hash)
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}

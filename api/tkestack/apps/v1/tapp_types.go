@@ -25,6 +25,9 @@ const (
 	InPlaceUpdateStateValue = "true"
 	// InPlaceUpdateRecordKey is the pod annotation holding drover's JSON record of the in-place update in progress.
 	InPlaceUpdateRecordKey = "drover.dev/inplace-update-record"
+	// UpstreamHashesKey is the pod annotation in which drover keeps the hash labels another controller
+	// (TKEStack's) had written on a pod when drover rewrites them, so that a rollback can put them back.
+	UpstreamHashesKey = "drover.dev/upstream-hashes"
 	// PortMappingKey is Galaxy's pod annotation; the live pod's value survives every in-place update.
 	PortMappingKey = "tkestack.io/portmapping"
 	// DefaultTemplateName is the template name that resolves to spec.template.
