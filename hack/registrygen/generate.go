@@ -14,6 +14,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-dev/drover/internal/kit"
@@ -45,7 +46,7 @@ func (g *generator) run() error {
 			return fmt.Errorf("component %s: %w", c.Name, err)
 		}
 	}
-	steps := []func() error{g.crdKustomization, g.defaultKustomization, g.scheme, g.readme}
+	steps := []func() error{g.crdKustomization, g.defaultKustomization, g.certManagerConversion, g.scheme, g.readme}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -83,14 +84,25 @@ func (g *generator) component(c *kit.Controller) error {
 	if err := os.MkdirAll(filepath.Join(dir, "crd"), 0o750); err != nil {
 		return err
 	}
+	converted := sets.New[string]()
 	for _, f := range c.CRDs {
 		data, err := os.ReadFile(filepath.Join(g.crdDir, f)) //nolint:gosec // a file of the CRD directory given
 		if err != nil {
 			return fmt.Errorf("CRD %s: %w", f, err)
 		}
+		data, name, err := crdWithConversion(data, sets.New(c.ConversionCRDs...))
+		if err != nil {
+			return fmt.Errorf("CRD %s: %w", f, err)
+		}
+		if name != "" {
+			converted.Insert(name)
+		}
 		if err := writeFile(filepath.Join(dir, "crd", f), data); err != nil {
 			return err
 		}
+	}
+	if err := checkConversionCRDs(c, converted); err != nil {
+		return err
 	}
 	if err := writeKustomization(filepath.Join(dir, "crd", "kustomization.yaml"), "Kustomization",
 		"The CustomResourceDefinitions of the "+c.Name+" controller.", c.CRDs, nil); err != nil {

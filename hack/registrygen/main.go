@@ -5,6 +5,8 @@
 //   - config/components/<controller>/: one kustomize Component per controller with its CRDs (crd/), its RBAC
 //     (role.yaml, from the +kubebuilder:rbac markers of its package, run through controller-gen) and its
 //     webhook configurations (webhooks.yaml, from its kit.Webhook declarations);
+//   - the conversion stanza of each CRD a controller lists in ConversionCRDs (a webhook at the manager's
+//     Service, path /convert), and config/certmanager's patch giving such a CRD cert-manager's CA injection;
 //   - config/crd/kustomization.yaml (every controller's CRDs) and config/default/kustomization.yaml (the base
 //     plus every component);
 //   - the controller table of README.md, between its markers.

@@ -136,7 +136,11 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (<-chan struct{}
 	if err := ensureSecret(ctx, mgr.GetAPIReader(), mgr.GetClient(), key, o.CertDir, log); err != nil {
 		return nil, fmt.Errorf("creating the webhook certificate Secret %s: %w", key, err)
 	}
-	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+	hooks, err := ownConversions(ctx, mgr.GetAPIReader(), o.Namespace, o.ServiceName, o.Webhooks, log)
+	if err != nil {
+		return nil, err
+	}
+	err = rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      key,
 		CertDir:        o.CertDir,
 		CAName:         CAName,
@@ -144,7 +148,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (<-chan struct{}
 		DNSName:        o.DNSName(),
 		ExtraDNSNames:  o.ExtraDNSNames,
 		IsReady:        ready,
-		Webhooks:       o.Webhooks,
+		Webhooks:       hooks,
 		FieldOwner:     FieldOwner,
 		ExtKeyUsages:   &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		// Every replica serves webhooks and must become ready, not only the leader.
@@ -162,6 +166,6 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (<-chan struct{}
 		return nil, fmt.Errorf("adding the certificate Secret keeper: %w", err)
 	}
 	log.Info("Webhook certificate managed by the manager", "secret", key, "dir", o.CertDir, "dnsName", o.DNSName(),
-		"webhooks", len(o.Webhooks))
+		"webhooks", len(hooks))
 	return ready, nil
 }

@@ -1,7 +1,7 @@
 // Package certs puts the manager's webhook serving certificate in place, without cert-manager, and says when it
 // is there.
 //
-// The API server calls drover's admission webhooks (and, later, conversion webhooks) through the Service in
+// The API server calls drover's admission and conversion webhooks through the Service in
 // front of the manager, as https://<service>.<namespace>.svc, and trusts the caBundle of each webhook
 // configuration. So three things must agree: the certificate the webhook server presents (read from its
 // certificate directory, which in a cluster is the volume of a Secret), the DNS name it is issued for, and the
@@ -13,7 +13,7 @@
 //     until the kubelet has mounted them into the certificate directory, and writes the CA into the caBundle of
 //     the manager's webhook configurations (drover-<controller>-mutating/-validating of every controller
 //     --controllers selects, Webhooks) and of the CRDs whose conversion webhook it serves
-//     (kit.Controller.ConversionCRDs). The rotator runs on every replica, not only on the leader: each
+//     (kit.Controller.ConversionCRDs, those whose conversion webhook calls the manager's Service). The rotator runs on every replica, not only on the leader: each
 //     replica serves webhooks and must become ready by itself.
 //   - external: cert-manager, or the user, fills the Secret and the caBundles. The manager never writes the
 //     Secret nor a caBundle; it only waits until tls.crt and tls.key in the certificate directory form a key

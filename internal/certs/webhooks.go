@@ -1,8 +1,15 @@
 package certs
 
 import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-dev/drover/internal/kit"
 )
@@ -12,7 +19,8 @@ import (
 // controller enabled by --controllers, and the CRDs whose conversion webhook those controllers serve. A
 // controller that is off for another reason (its own flag, its CRD not served) is listed too: its webhooks are
 // still served, admitting everything, and the API server must trust them. A configuration that is not
-// installed is only logged by the rotator.
+// installed is only logged by the rotator. Setup leaves out the CRDs whose conversion webhook is not the
+// manager's (ownConversions).
 func Webhooks(controllers []*kit.Controller, enabled sets.Set[string]) []rotator.WebhookInfo {
 	var out []rotator.WebhookInfo
 	for _, c := range controllers {
@@ -31,4 +39,52 @@ func Webhooks(controllers []*kit.Controller, enabled sets.Set[string]) []rotator
 		}
 	}
 	return out
+}
+
+// ownConversions returns hooks without the CRD conversions whose CA is not the manager's to keep: a CRD that
+// is installed with no conversion webhook, or one that calls another Service than the manager's
+// (<namespace>/<service>, as the installation renders drover's CRDs). Such a CRD is another installation's
+// (OpenYurt's NodePool CRD, whose conversion webhook is yurt-manager's, while drover leaves NodePools to it)
+// or drover's from a release without conversion; writing the manager's CA into it would break that
+// installation's conversion, and the rotator would fail on a CRD without a conversion webhook. Each dropped
+// CRD is logged. A CRD that is not installed is kept: the rotator only logs it.
+func ownConversions(ctx context.Context, reader client.Reader, namespace, service string, hooks []rotator.WebhookInfo,
+	log logr.Logger) ([]rotator.WebhookInfo, error) {
+	out := make([]rotator.WebhookInfo, 0, len(hooks))
+	for _, h := range hooks {
+		if h.Type != rotator.CRDConversion {
+			out = append(out, h)
+			continue
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		err := reader.Get(ctx, client.ObjectKey{Name: h.Name}, &crd)
+		switch {
+		case apierrors.IsNotFound(err):
+			out = append(out, h)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading CRD %s: %w", h.Name, err)
+		}
+		if calls := conversionService(&crd); calls != namespace+"/"+service {
+			log.Info("Not injecting the CA into a CRD whose conversion webhook is not the manager's", "crd", h.Name,
+				"conversionService", calls, "want", namespace+"/"+service)
+			continue
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// conversionService returns <namespace>/<name> of the Service a CRD's conversion webhook calls, or what it
+// has instead.
+func conversionService(crd *apiextensionsv1.CustomResourceDefinition) string {
+	conv := crd.Spec.Conversion
+	switch {
+	case conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil:
+		return "none"
+	case conv.Webhook.ClientConfig.Service == nil:
+		return "a URL"
+	}
+	svc := conv.Webhook.ClientConfig.Service
+	return svc.Namespace + "/" + svc.Name
 }

@@ -1,19 +1,25 @@
 package certs
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/registry"
@@ -103,5 +109,43 @@ func readObjects(t *testing.T, file string) []*unstructured.Unstructured {
 		if len(u.Object) > 0 {
 			out = append(out, u)
 		}
+	}
+}
+
+// TestOwnConversions: the CA goes only into CRDs whose conversion webhook calls the manager's Service, or
+// that are not installed (the rotator logs those).
+func TestOwnConversions(t *testing.T) {
+	crd := func(name string, conv *apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Conversion: conv}}
+	}
+	webhookAt := func(ns, name string) *apiextensionsv1.CustomResourceConversion {
+		return &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{
+				Service: &apiextensionsv1.ServiceReference{Namespace: ns, Name: name}}}}
+	}
+	s := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	reader := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		crd("ours.example.drover.dev", webhookAt("drover-system", "drover-webhook-service")),
+		crd("theirs.example.drover.dev", webhookAt("kube-system", "yurt-manager-webhook-service")),
+		crd("old.example.drover.dev", nil),
+	).Build()
+	hooks := []rotator.WebhookInfo{
+		{Name: "drover-thing-validating", Type: rotator.Validating},
+		{Name: "ours.example.drover.dev", Type: rotator.CRDConversion},
+		{Name: "theirs.example.drover.dev", Type: rotator.CRDConversion},
+		{Name: "old.example.drover.dev", Type: rotator.CRDConversion},
+		{Name: "later.example.drover.dev", Type: rotator.CRDConversion},
+	}
+	got, err := ownConversions(context.Background(), reader, "drover-system", "drover-webhook-service", hooks, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rotator.WebhookInfo{hooks[0], hooks[1], hooks[4]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ownConversions (-want +got):\n%s", diff)
 	}
 }

@@ -57,9 +57,12 @@ type Controller struct {
 	// enabled controllers' needs before the manager is built, after the flags are parsed). It is a function because a
 	// need may depend on the flags. A type the controller reads whole needs no declaration; nil for none.
 	Cache func() []CacheNeed
-	// ConversionCRDs are the names (<plural>.<group>) of the CustomResourceDefinitions whose conversion webhook
-	// the manager serves for this controller. With --cert-mode=self the manager injects its CA into their
-	// spec.conversion.webhook.clientConfig, which must be set in the installed CRD.
+	// ConversionCRDs are the names (<plural>.<group>) of the CustomResourceDefinitions, among CRDs, whose
+	// versions the manager converts for this controller (docs/design/conversion.md). It is the one source of
+	// their conversion: hack/registrygen writes each one's spec.conversion stanza (a webhook at the manager's
+	// Service, path /convert), the manager serves /convert while the controller is enabled by --controllers
+	// (ServesConversion), and with --cert-mode=self it injects its CA into their clientConfig. The kind's
+	// types implement conversion.Hub (one version) and conversion.Convertible (the others).
 	ConversionCRDs []string
 	// Namespace is the manager's namespace (--namespace), set by the manager after parsing its flags and before
 	// Cache and Setup are called (registry.SetNamespace); empty when nobody set it. A controller that reads
@@ -193,6 +196,20 @@ func Served(mapper meta.RESTMapper, kinds []schema.GroupVersionKind) error {
 		}
 	}
 	return nil
+}
+
+// ServesConversion reports whether a controller enabled by --controllers declares ConversionCRDs: the
+// manager then serves the conversion webhook, whether or not that controller runs. Conversion is a pure
+// function of the kind's types, and a CRD installed with its conversion webhook at the manager cannot be read
+// in any version but its storage version without it: a controller that is off for another reason (its own
+// flag, a kind not served) still has its CRD's objects converted, as its admission webhooks are still served.
+func ServesConversion(controllers []*Controller, enabled sets.Set[string]) bool {
+	for _, c := range controllers {
+		if enabled.Has(c.Name) && len(c.ConversionCRDs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // SetFlag sets the flag name of whichever controller in controllers has it (tests use it to change a

@@ -108,6 +108,10 @@ func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 	if err := setArgs(args, c.opts.APIServerArgs); err != nil {
 		return nil, fmt.Errorf("APIServerArgs: %w", err)
 	}
+	crds, err := c.readCRDs()
+	if err != nil {
+		return nil, err
+	}
 	return &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{
 			APIServer:   api,
@@ -117,8 +121,21 @@ func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 		Scheme:                   c.scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  c.opts.StopTimeout,
-		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: c.crdPaths(), MaxTime: 2 * time.Minute},
+		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: crds, MaxTime: 2 * time.Minute},
 	}, nil
+}
+
+// readCRDs reads the CRDs of crdPaths, each with its conversion webhook, if it has one, pointed at the
+// webhook Service (installedConversion).
+func (c *Cluster) readCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	opts := envtest.CRDInstallOptions{Paths: c.crdPaths()}
+	if err := envtest.ReadCRDFiles(&opts); err != nil {
+		return nil, fmt.Errorf("reading the CRDs: %w", err)
+	}
+	for _, crd := range opts.CRDs {
+		installedConversion(crd)
+	}
+	return opts.CRDs, nil
 }
 
 // writeAdminKubeconfig writes the API server's CA and the admin kubeconfig, both for the components

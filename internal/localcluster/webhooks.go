@@ -6,10 +6,12 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-dev/drover/internal/certs"
@@ -18,7 +20,9 @@ import (
 // The webhooks are installed as an installation has them: the Service WebhookService in front of the
 // manager, the Secret WebhookSecret the manager keeps its certificate in (created empty), and the generated
 // webhook configurations named and pointed at that Service as kustomize does, without a caBundle: the manager
-// (--cert-mode=self) creates its CA and certificate, and injects the CA.
+// (--cert-mode=self) creates its CA and certificate, and injects the CA. A CRD with a conversion webhook gets
+// the same Service (installedConversion), so conversion reaches the manager through the egress proxy and
+// trusts the CA it injects, exactly as admission does.
 const (
 	// WebhookService is the Service in ManagerNamespace in front of the managers' webhook servers.
 	WebhookService = certs.DefaultServiceName
@@ -99,4 +103,20 @@ func installedConfiguration(u *unstructured.Unstructured) error {
 		hooks[i] = hook
 	}
 	return unstructured.SetNestedSlice(u.Object, hooks, "webhooks")
+}
+
+// installedConversion points the conversion webhook of crd, if it has one, at the Service WebhookService in
+// ManagerNamespace on port 443 (keeping its path), as kustomize's namePrefix and namespace do, without a
+// caBundle.
+func installedConversion(crd *apiextensionsv1.CustomResourceDefinition) {
+	conv := crd.Spec.Conversion
+	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		return
+	}
+	var path *string
+	if svc := conv.Webhook.ClientConfig.Service; svc != nil {
+		path = svc.Path
+	}
+	conv.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
+		Namespace: ManagerNamespace, Name: WebhookService, Path: path, Port: ptr.To(webhookServicePort)}}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
@@ -98,5 +99,27 @@ func TestSecretMount(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(a, "tls.key")); !os.IsNotExist(err) {
 		t.Errorf("an unchanged Secret was written again: %v", err)
+	}
+}
+
+// TestInstalledConversion: a CRD's conversion webhook calls the webhook Service, as the admission webhooks do,
+// without the caBundle or URL a manifest may hold; a CRD without one is left alone.
+func TestInstalledConversion(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+				ClientConfig: &apiextensionsv1.WebhookClientConfig{CABundle: []byte("x"), Service: &apiextensionsv1.ServiceReference{
+					Namespace: "system", Name: "webhook-service", Path: ptr.To("/convert"), Port: ptr.To[int32](443)}}}}}}
+	installedConversion(crd)
+	want := &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
+		Namespace: ManagerNamespace, Name: WebhookService, Port: ptr.To[int32](443), Path: ptr.To("/convert")}}
+	if diff := cmp.Diff(want, crd.Spec.Conversion.Webhook.ClientConfig); diff != "" {
+		t.Errorf("clientConfig (-want +got):\n%s", diff)
+	}
+	none := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}}}
+	installedConversion(none)
+	if none.Spec.Conversion.Webhook != nil {
+		t.Errorf("a CRD without a conversion webhook got one: %+v", none.Spec.Conversion)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-dev/drover/internal/persistentpodstate"
 	"github.com/drover-dev/drover/internal/stagedbindingpolicy"
 	"github.com/drover-dev/drover/internal/tapp"
+	"github.com/drover-dev/drover/internal/webhook"
 	"github.com/drover-dev/drover/internal/yurtappdaemon"
 )
 
@@ -65,10 +66,17 @@ func ParseControllers(value string, registry []*kit.Controller) (sets.Set[string
 }
 
 // Setup starts the enabled controllers of the registry whose APIs are served, with their metrics in the
-// registry the manager serves and, with webhooks, their admission webhooks. It returns the names of those
-// it started.
+// registry the manager serves and, with webhooks, their admission webhooks and the conversion webhook of the
+// CRDs they declare (kit.ServesConversion). It returns the names of those it started.
 func Setup(ctx context.Context, mgr manager.Manager, registry []*kit.Controller, enabled sets.Set[string], webhooks bool) ([]string, error) {
-	return kit.Start(ctx, mgr, registry, enabled, metrics.Registry, webhooks)
+	started, err := kit.Start(ctx, mgr, registry, enabled, metrics.Registry, webhooks)
+	if err != nil {
+		return started, err
+	}
+	if webhooks && kit.ServesConversion(registry, enabled) {
+		webhook.ServeConversion(mgr)
+	}
+	return started, nil
 }
 
 // SetNamespace gives every controller of the registry the manager's namespace (--namespace), before the cache

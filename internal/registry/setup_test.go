@@ -26,6 +26,7 @@ import (
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/scheme"
+	"github.com/drover-dev/drover/internal/webhook"
 )
 
 func TestParseControllers(t *testing.T) {
@@ -197,6 +198,48 @@ func TestCacheOptions(t *testing.T) {
 			}
 			if opts.DefaultTransform == nil {
 				t.Error("managedFields are not stripped")
+			}
+		})
+	}
+}
+
+// TestSetupServesConversion: the conversion webhook is served once a controller enabled by --controllers
+// declares ConversionCRDs, also when it is off for another reason (here its kind is not served), and not
+// otherwise.
+func TestSetupServesConversion(t *testing.T) {
+	thing := schema.GroupVersionKind{Group: "example.drover.dev", Version: "v2", Kind: "Thing"}
+	for name, tc := range map[string]struct {
+		enabled []string
+		want    bool
+	}{
+		"declared and enabled":      {enabled: []string{"thing", "other"}, want: true},
+		"declared but not selected": {enabled: []string{"other"}, want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
+				Scheme:  scheme.New(),
+				Metrics: metricsserver.Options{BindAddress: "0"},
+				MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+					return meta.NewDefaultRESTMapper(nil), nil
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			controllers := []*kit.Controller{
+				{Name: "thing", Kinds: []schema.GroupVersionKind{thing}, ConversionCRDs: []string{"things.example.drover.dev"}},
+				{Name: "other", Kinds: []schema.GroupVersionKind{thing}},
+			}
+			if _, err := Setup(context.Background(), mgr, controllers, sets.New(tc.enabled...), true); err != nil {
+				t.Fatal(err)
+			}
+			got := false
+			if mux := mgr.GetWebhookServer().WebhookMux(); mux != nil { // nil until a first handler
+				_, pattern := mux.Handler(httptest.NewRequest(http.MethodPost, webhook.ConversionPath, strings.NewReader("{}")))
+				got = pattern == webhook.ConversionPath
+			}
+			if got != tc.want {
+				t.Errorf("conversion webhook served: %t, want %t", got, tc.want)
 			}
 		})
 	}

@@ -64,6 +64,10 @@ var _ = BeforeSuite(func() {
 		// drover's CRDs, and KubeStellar's with the minimal ManagedCluster for StagedBindingPolicy.
 		CRDDirectoryPaths:     append(components(root, "crd"), filepath.Join(root, "config", "crd", "kubestellar")),
 		ErrorIfCRDPathMissing: true,
+		// With drover's scheme, envtest points the conversion webhook of each CRD whose kind has a hub and
+		// convertible versions there at the manager's webhook server below (https://host:port/convert), with
+		// the CA of its certificate.
+		Scheme: scheme.New(),
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths: components(root, "webhooks.yaml"),
 		},
