@@ -52,11 +52,16 @@ var _ = BeforeSuite(func() {
 	}
 	Expect(manager).To(BeAnExistingFile(), "build the manager first: make build (or set DROVER_MANAGER)")
 
+	// DROVER_E2E_DIR lets two runs share a checkout (each cluster needs its own directory).
+	dir := os.Getenv("DROVER_E2E_DIR")
+	if dir == "" {
+		dir = filepath.Join(root, ".local", "e2e")
+	}
 	began := time.Now()
 	cluster, err = localcluster.Start(suiteCtx, localcluster.Options{
 		RepoRoot:      root,
-		Dir:           filepath.Join(root, ".local", "e2e", "cluster"),
-		Kubeconfig:    filepath.Join(root, ".local", "e2e", "kubeconfig"),
+		Dir:           filepath.Join(dir, "cluster"),
+		Kubeconfig:    filepath.Join(dir, "kubeconfig"),
 		ManagerBinary: manager,
 		ManagerArgs:   managerArgs(),
 		Logger:        ctrllog.Log.WithName("localcluster"),
