@@ -200,5 +200,5 @@ func applyDroverTAppCRD() {
 	Expect(objs).To(HaveLen(1))
 	crd := objs[0]
 	crd.SetManagedFields(nil)
-	Expect(k8sClient.Patch(suiteCtx, crd, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed())
+	Expect(k8sClient.Apply(suiteCtx, client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed())
 }
