@@ -97,8 +97,9 @@ VERSION_LDFLAGS := -X github.com/drover-dev/drover/internal/version.version=$(VE
 	-X github.com/drover-dev/drover/internal/version.date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 .PHONY: build
-build: ## Build the manager and the local-cluster and bench commands into bin/.
+build: ## Build the manager, the kubectl plugin (kubectl-drover) and the local-cluster and bench commands into bin/.
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/drover-manager ./cmd/drover-manager
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/kubectl-drover ./cmd/kubectl-drover
 	go build -o $(BIN)/drover-local ./cmd/drover-local
 	go build -o $(BIN)/drover-bench ./cmd/drover-bench
 	go build -o $(BIN)/kssim ./cmd/kssim
