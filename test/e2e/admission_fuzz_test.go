@@ -96,7 +96,7 @@ var _ = Describe("Admission fuzz", func() {
 		errorsBefore, panicsBefore := reconcileErrors(first), panics(first)
 
 		By(fmt.Sprintf("sending the largest object of each kind, six at once, %d rounds", cfg.burstRounds))
-		run.burst(cfg.burstRounds)
+		run.burst(watch, cfg.burstRounds)
 
 		By(fmt.Sprintf("sending %d requests", cfg.requests))
 		run.sendAll()

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/drover-dev/drover/internal/measure"
 )
 
 const (
@@ -38,10 +40,14 @@ type burstKind struct {
 	StoredBytes  int            `json:"storedBytes"`
 	ByCode       map[string]int `json:"byCode"`
 	LatencyMS    latencyFigures `json:"latencyMs"`
+	// WebhookMS is the time drover's webhooks of the kind (mutating and validating together) took per
+	// request, by the manager's own controller_runtime_webhook_latency_seconds: the rest of LatencyMS is the
+	// API server's (decoding, schema, managed fields, calling the webhooks) and the network's.
+	WebhookMS latencyFigures `json:"webhookMs"`
 	// Failures are the answers that were not an admission (at most a few).
 	Failures []string `json:"failures,omitempty"`
 
-	latencies []time.Duration
+	latencies, webhook []time.Duration
 }
 
 // burstRounds is the number of rounds for a run of n requests: 2 in the short run, 10 in the full one.
@@ -62,8 +68,21 @@ func largestObjects(ns string, round int) map[string]any {
 	}
 }
 
+// webhookSeconds sums the time the manager's webhooks of each kind took, by kind.
+func webhookSeconds(samples []measure.Sample, kinds []*fuzzKind) map[string]float64 {
+	out := map[string]float64{}
+	for _, k := range kinds {
+		group, version, _ := strings.Cut(k.groupVersion, "/")
+		suffix := "-" + strings.ReplaceAll(group, ".", "-") + "-" + version + "-" + strings.ToLower(k.kind)
+		for _, prefix := range []string{"/mutate", "/validate"} {
+			out[k.kind] += measure.Sum(samples, "controller_runtime_webhook_latency_seconds_sum", map[string]string{"webhook": prefix + suffix})
+		}
+	}
+	return out
+}
+
 // burst runs the burst phase: rounds of the six largest objects sent at once.
-func (r *fuzzRun) burst(rounds int) {
+func (r *fuzzRun) burst(watch *managerWatch, rounds int) {
 	c := &fuzzClient{rc: r.c.rc, dryRun: true}
 	bf := &r.figures.Burst
 	bf.Rounds = rounds
@@ -84,6 +103,7 @@ func (r *fuzzRun) burst(rounds int) {
 			}
 		}
 		Expect(batch).To(HaveLen(len(objs)), "a kind of the burst is not a fuzz kind")
+		before := webhookSeconds(watch.sample(), r.kinds)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for _, s := range batch {
@@ -94,8 +114,11 @@ func (r *fuzzRun) burst(rounds int) {
 		}
 		close(start)
 		wg.Wait()
+		spent := subtract(webhookSeconds(watch.sample(), r.kinds), before)
 		for _, s := range batch {
 			bf.record(s.k.kind, len(s.body), s.resp)
+			bk := bf.PerKind[s.k.kind]
+			bk.webhook = append(bk.webhook, time.Duration(spent[s.k.kind]*float64(time.Second)))
 		}
 	}
 }
@@ -154,7 +177,8 @@ func (bf *burstFigures) summarize(b *strings.Builder) {
 	fmt.Fprintf(b, "  burst: the largest object of each kind, six at once, %d round(s) of dry-run creates:\n", bf.Rounds)
 	for _, kind := range sortedKeys(bf.PerKind) {
 		bk := bf.PerKind[kind]
-		fmt.Fprintf(b, "    %-19s %8d bytes (stored %8d): p50 %7.1f ms, p99 %7.1f ms, max %7.1f ms; codes %s\n",
-			kind, bk.RequestBytes, bk.StoredBytes, bk.LatencyMS.P50, bk.LatencyMS.P99, bk.LatencyMS.Max, sortedCounts(bk.ByCode))
+		fmt.Fprintf(b, "    %-19s %8d bytes (stored %8d): p50 %7.1f ms, p99 %7.1f ms, max %7.1f ms (webhooks p50 %6.1f ms, max %6.1f ms); codes %s\n",
+			kind, bk.RequestBytes, bk.StoredBytes, bk.LatencyMS.P50, bk.LatencyMS.P99, bk.LatencyMS.Max,
+			bk.WebhookMS.P50, bk.WebhookMS.Max, sortedCounts(bk.ByCode))
 	}
 }

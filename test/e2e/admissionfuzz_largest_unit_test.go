@@ -11,6 +11,7 @@ import (
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
 	communityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
+	"github.com/drover-dev/drover/internal/measure"
 	"github.com/drover-dev/drover/internal/nodepool"
 	"github.com/drover-dev/drover/internal/stagedbindingpolicy/sbpcel"
 	"github.com/drover-dev/drover/internal/stagedbindingpolicy/stager"
@@ -189,5 +190,75 @@ func TestGeneratorObject(t *testing.T) {
 	generatorObject(&e)
 	if e.Kind != "StatefulSet" || e.Namespace != "fuzz-x1" || e.Name != "fz-sts-12" {
 		t.Errorf("got %+v", e)
+	}
+}
+
+// The burst attributes the manager's webhook time to kinds by the webhooks' paths.
+func TestWebhookSeconds(t *testing.T) {
+	samples := []measure.Sample{
+		{Name: "controller_runtime_webhook_latency_seconds_sum", Labels: map[string]string{"webhook": "/mutate-apps-openyurt-io-v1alpha1-yurtappdaemon"}, Value: 0.5},
+		{Name: "controller_runtime_webhook_latency_seconds_sum", Labels: map[string]string{"webhook": "/validate-apps-openyurt-io-v1alpha1-yurtappdaemon"}, Value: 1},
+		{Name: "controller_runtime_webhook_latency_seconds_sum", Labels: map[string]string{"webhook": "/validate-community-kubestellar-io-v1alpha1-stagedbindingpolicy"}, Value: 2},
+	}
+	got := webhookSeconds(samples, loadFuzzKinds(t))
+	if got["YurtAppDaemon"] != 1.5 || got["StagedBindingPolicy"] != 2 || got["UnitedDaemonSet"] != 0 {
+		t.Errorf("got %v", got)
+	}
+}
+
+// The seeds and valid edits of PersistentPodState and StagedBindingPolicy keep drover's rules, and a mutation
+// that claims to make its object invalid does (or the object no longer decodes, or breaks a bound only the
+// CRD schema sets): the fuzz fails the run when such an object is admitted or a seed refused, so a wrong
+// claim would be a false finding.
+func TestAdmissionFuzzInvalidClaims(t *testing.T) {
+	cache := sbpcel.NewCache(sbpcel.Options{})
+	refused := map[string]func(data []byte) bool{
+		"PersistentPodState": func(data []byte) bool {
+			var pps kruisev1alpha1.PersistentPodState
+			if json.Unmarshal(data, &pps) != nil || len(pps.Spec.TargetRef.Name) > 253 {
+				return true
+			}
+			return len(kruisev1alpha1.ValidatePersistentPodState(&pps, nil, nil, nil)) > 0
+		},
+		"StagedBindingPolicy": func(data []byte) bool {
+			var sbp communityv1alpha1.StagedBindingPolicy
+			if json.Unmarshal(data, &sbp) != nil {
+				return true
+			}
+			return len(stager.Validate(&sbp, cache)) > 0
+		},
+	}
+	g := newFuzzGen(3)
+	for _, k := range loadFuzzKinds(t) {
+		isRefused := refused[k.kind]
+		if isRefused == nil {
+			continue
+		}
+		for i, seed := range k.seeds {
+			for _, m := range append([]mutation{{"unmutated", func(*fuzzGen, jsonObj) (change, bool) { return change{}, true }}}, k.validEdits...) {
+				o, _ := cloneJSON(seed).(jsonObj)
+				ensureObj(o, "metadata")["name"] = "fz-x-1"
+				if k.prepare != nil {
+					k.prepare(o)
+				}
+				if c, ok := m.apply(g, o); ok && isRefused(encodeBody(o)) {
+					t.Errorf("%s seed %d, %s %s: drover's rules refuse it", k.kind, i, m.name, c.Desc)
+				}
+			}
+		}
+		for _, m := range k.mutations {
+			for i := range 40 {
+				o, _ := cloneJSON(k.seeds[i%len(k.seeds)]).(jsonObj)
+				ensureObj(o, "metadata")["name"] = "fz-x-1"
+				if k.prepare != nil {
+					k.prepare(o)
+				}
+				c, ok := m.apply(g, o)
+				if ok && c.Invalid && !isRefused(encodeBody(o)) {
+					t.Errorf("%s %s claims an invalid object, and drover's rules admit it: %s", k.kind, m.name, c.Desc)
+					break
+				}
+			}
+		}
 	}
 }

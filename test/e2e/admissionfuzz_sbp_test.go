@@ -126,17 +126,14 @@ func sbpFuzzKind(seeds []jsonObj) *fuzzKind {
 			{"dyn-result", mutSBPExpression(dynCEL, false)},
 			{"overlong-expression", mutSBPOverlong},
 			{"bad-duration", mutSBPDuration},
-			{"deadline-before-soak", mutSBPStage(func(_ *fuzzGen, st jsonObj) (string, any, bool) {
-				st["minDuration"] = "10m"
-				return "progressDeadline", "1m", true
-			})},
+			{"deadline-before-soak", mutSBPDeadlineBeforeSoak},
 			{"duplicate-stage", mutSBPDuplicateStage},
 			{"too-many-stages", mutSBPTooManyStages},
 			{"bad-stage-name", mutSBPStage(func(g *fuzzGen, _ jsonObj) (string, any, bool) {
 				return "name", pick(g, []any{"Dev", "a_b", "", strings.Repeat("s", 64), "-x", "x.y", json.Number("1")}), true
 			})},
 			{"bad-on-timeout", mutSBPStage(func(g *fuzzGen, _ jsonObj) (string, any, bool) {
-				return "onTimeout", pick(g, []any{"Continue", "halt", ""}), true
+				return "onTimeout", pick(g, []any{"Continue", "halt", json.Number("1")}), true
 			})},
 			{"bad-cluster-selectors", mutSBPStage(func(g *fuzzGen, _ jsonObj) (string, any, bool) {
 				return "clusterSelectors", pick(g, []any{[]any{}, []any{jsonObj{"matchExpressions": []any{
@@ -235,6 +232,17 @@ func mutSBPDuration(g *fuzzGen, o jsonObj) (change, bool) {
 		v := pick(g, []any{"-1s", "0s", "abc", "1x", "10", json.Number("5"), "", "-5m"})
 		return pick(g, []string{"minDuration", "progressDeadline"}), v, true
 	})(g, o)
+}
+
+// mutSBPDeadlineBeforeSoak gives a stage a progress deadline shorter than its soak. Two fields make it
+// invalid, so the change is the stage's: a later change of either cancels it.
+func mutSBPDeadlineBeforeSoak(g *fuzzGen, o jsonObj) (change, bool) {
+	p, st, ok := g.pickStage(o)
+	if !ok {
+		return change{}, false
+	}
+	st["minDuration"], st["progressDeadline"] = "10m", "1m"
+	return change{Mutation: "deadline-before-soak", Path: p.String(), Desc: p.String() + ": minDuration 10m, progressDeadline 1m", Invalid: true}, true
 }
 
 // mutSBPDuplicateStage appends a copy of a stage: its name twice.

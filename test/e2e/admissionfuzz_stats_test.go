@@ -227,7 +227,7 @@ func (f *fuzzFigures) addNudge(q *fuzzRequest, r response) {
 func (f *fuzzFigures) finish(began time.Time) {
 	f.LatencyMS = latencyOf(f.latencies)
 	for _, b := range f.Burst.PerKind {
-		b.LatencyMS = latencyOf(b.latencies)
+		b.LatencyMS, b.WebhookMS = latencyOf(b.latencies), latencyOf(b.webhook)
 	}
 	f.DurationS = time.Since(began).Round(100 * time.Millisecond).Seconds()
 }
