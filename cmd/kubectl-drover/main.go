@@ -2,7 +2,7 @@
 // `kubectl drover <command>`. It talks to the cluster of the current kubeconfig context with the user's own
 // credentials.
 //
-//	kubectl drover preview tapp [-n NAMESPACE | -A] [-v]
+//	kubectl drover preview tapp|yurtappdaemon|uniteddaemonset [-n NAMESPACE | -A] [-v]
 //	kubectl drover rollback tapp [-n NAMESPACE | -A] [--dry-run]
 //
 // preview reads (never writes) the objects another controller left and prints what drover's first passes
@@ -30,12 +30,16 @@ import (
 	"github.com/drover-dev/drover/internal/tapp"
 	"github.com/drover-dev/drover/internal/tapp/core"
 	"github.com/drover-dev/drover/internal/version"
+	"github.com/drover-dev/drover/internal/yurtappdaemon"
 )
 
 const usage = `kubectl drover: drover's kubectl plugin.
 
 Commands:
   preview tapp [-n NAMESPACE | -A] [-v]   what drover would do to the TApps and pods of a namespace (read only)
+  preview yurtappdaemon|uniteddaemonset [-n NAMESPACE | -A] [-v]
+                                          what drover would do to the children (Deployments, StatefulSets) and
+                                          revisions of the YurtAppDaemons or UnitedDaemonSets (read only)
   rollback tapp [-n NAMESPACE | -A] [--dry-run]
                                           put TKEStack's hash labels back on the pods, after stopping drover's
                                           TApp controller and before starting TKEStack's
@@ -78,6 +82,8 @@ var previewers = map[string]func(ctx context.Context, c client.Reader, namespace
 		// The manager's default for instances whose TApp leaves deletePodAfterAppFinish unset.
 		return tapp.Preview(ctx, c, namespace, core.Options{DeletePodAfterAppFinish: true})
 	},
+	"yurtappdaemon":   yurtappdaemon.PreviewYurtAppDaemons,
+	"uniteddaemonset": yurtappdaemon.PreviewUnitedDaemonSets,
 }
 
 // target is what a command works on: a client of the kubeconfig's cluster and the namespace ("" for all).

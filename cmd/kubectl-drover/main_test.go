@@ -13,12 +13,16 @@ func TestRunCommandLines(t *testing.T) {
 		out     string
 		wantErr string
 	}{
-		"usage without a command": {args: nil, out: "preview tapp"},
-		"version":                 {args: []string{"version"}, out: "kubectl-drover "},
-		"unknown command":         {args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`},
-		"preview without a kind":  {args: []string{"preview"}, wantErr: "preview needs a kind: tapp"},
+		"usage without a command":               {args: nil, out: "preview tapp"},
+		"version":                               {args: []string{"version"}, out: "kubectl-drover "},
+		"unknown command":                       {args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`},
+		"usage names the YurtAppDaemon preview": {args: []string{"help"}, out: "preview yurtappdaemon|uniteddaemonset"},
+		"preview without a kind":                {args: []string{"preview"}, wantErr: "preview needs a kind: tapp, uniteddaemonset, yurtappdaemon"},
 		"preview of an unknown kind": {
-			args: []string{"preview", "widgets"}, wantErr: `preview: unknown kind "widgets" (known: tapp)`,
+			args: []string{"preview", "widgets"}, wantErr: `preview: unknown kind "widgets" (known: tapp, uniteddaemonset, yurtappdaemon)`,
+		},
+		"preview yurtappdaemon reads the kubeconfig": {
+			args: []string{"preview", "yurtappdaemon", "--kubeconfig", "/nonexistent/kubeconfig"}, wantErr: "loading the kubeconfig",
 		},
 		"rollback of an unknown kind": {args: []string{"rollback", "yurtappdaemon"}, wantErr: `rollback: unknown kind "yurtappdaemon" (known: tapp)`},
 		"a kubeconfig that does not exist": {
