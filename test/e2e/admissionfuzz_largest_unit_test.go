@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,11 +30,17 @@ func expectNoErrors(t *testing.T, kind string, errs field.ErrorList) {
 	}
 }
 
-// Every largest object keeps drover's rules, is at the bounds it claims, and fits the size etcd stores.
+// Every largest object keeps drover's rules, is at the bounds it claims, and fits the size etcd stores. With
+// DROVER_FUZZ_LARGEST_DIR set, the objects of round 0 (namespace fz-ns) and the costliest StagedBindingPolicy
+// are written there, one JSON file each, to send by hand: kubectl create --dry-run=server -f <dir>/tapp.json.
 func TestAdmissionFuzzLargest(t *testing.T) {
 	objs := largestObjects("fz-ns", 0)
 	if len(objs) != 6 {
 		t.Fatalf("%d kinds, want 6", len(objs))
+	}
+	dir := os.Getenv("DROVER_FUZZ_LARGEST_DIR")
+	if dir != "" {
+		objs["StagedBindingPolicy-costliest"] = largestSBP("fz-burst-sbp-1-", 1, true)
 	}
 	for kind, o := range objs {
 		data, err := json.Marshal(o)
@@ -42,6 +50,11 @@ func TestAdmissionFuzzLargest(t *testing.T) {
 		t.Logf("%s: %d bytes", kind, len(data))
 		if len(data) > maxLargestBytes {
 			t.Errorf("the largest %s is %d bytes, more than %d", kind, len(data), maxLargestBytes)
+		}
+		if dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, strings.ToLower(kind)+".json"), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 
