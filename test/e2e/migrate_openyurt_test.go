@@ -137,6 +137,7 @@ var _ = Describe("Moving from OpenYurt's YurtAppDaemon controller", Ordered, fun
 		got := &openyurtv1alpha1.YurtAppDaemon{}
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(yad), got)).To(Succeed())
 		Expect(got.Status.CurrentRevision).To(Equal(revision), "yurt-manager keeps a currentRevision that is set")
+		Expect(got.Status.CollisionCount).To(HaveValue(BeEquivalentTo(0)), "yurt-manager reads it without a nil check")
 		var crs appsv1.ControllerRevisionList
 		Expect(k8sClient.List(suiteCtx, &crs, client.InNamespace(ns))).To(Succeed())
 		Expect(crs.Items).To(ConsistOf(HaveField("Name", revision)), "the one revision, still named as OpenYurt names it")
