@@ -32,11 +32,21 @@ import (
 // (yurtappdaemon_webhook_dryrun.go), the TApp webhook pods (tapp_webhook_dryrun.go).
 
 const (
-	// dryRunBudget bounds all dry runs of one request within the webhook's 10 s.
-	dryRunBudget = 6 * time.Second
+	// dryRunBudget bounds all dry runs of one request, waiting for a slot included: an admission answer takes at
+	// most about this long plus the cheap checks, however large the object and however many requests come at
+	// once (the largest valid TApp renders 33 templates). What the budget leaves unchecked is admitted with a
+	// warning (DryRunWarnings): Kubernetes checks it when the controller creates the object, and the controller
+	// reports a refusal as a condition and an event.
+	dryRunBudget = 2 * time.Second
 	// dryRunConcurrency bounds the dry runs of one request in flight.
 	dryRunConcurrency = 8
+	// dryRunSlots bounds the dry runs in flight of all requests together, so that six large objects sent at
+	// once queue for the API server instead of sending it 48 pod creates at a time.
+	dryRunSlots = 8
 )
+
+// dryRunSlot is the process-wide semaphore of dryRunSlots.
+var dryRunSlot = make(chan struct{}, dryRunSlots)
 
 // dryRunExecutor runs the dry runs of one request: at most dryRunConcurrency at once, in doubling batches
 // that stop after a batch with a failure, so an API server that times out or refuses every object (an
@@ -85,6 +95,12 @@ func dryRunCreate(ctx context.Context, w client.Writer, obj client.Object, appli
 	sent, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("copying the %s", kindName(obj))
+	}
+	select {
+	case dryRunSlot <- struct{}{}:
+		defer func() { <-dryRunSlot }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("dry-run create of the %s: waiting for a slot: %w", kindName(obj), context.Cause(ctx))
 	}
 	err := w.Create(ctx, sent, client.DryRunAll)
 	var apiStatus apierrors.APIStatus
