@@ -196,9 +196,16 @@ func (p *ownerPreview) planChildren() {
 	children := ownedChildren{}
 	for kind, objs := range p.reads.workloads {
 		for _, obj := range objs {
-			if obj.GetNamespace() == p.owner.GetNamespace() && isControlledBy(obj, p.owner.GetUID()) {
-				children[kind] = append(children[kind], obj)
+			if obj.GetNamespace() != p.owner.GetNamespace() || !isControlledBy(obj, p.owner.GetUID()) {
+				continue
 			}
+			if _, labelled := obj.GetLabels()[openyurtv1alpha1.LabelPoolName]; !labelled {
+				// The controller caches only workloads with the pool-name label: it never sees this one.
+				p.notice("%s is owned but has no %s label, so drover never sees it: it is left alone, and its pool gets another child",
+					workloadName(obj), openyurtv1alpha1.LabelPoolName)
+				continue
+			}
+			children[kind] = append(children[kind], obj)
 		}
 	}
 	cls := classify(p.owner.GetName(), p.tmpl, p.pools, children)

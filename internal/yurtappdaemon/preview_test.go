@@ -246,3 +246,53 @@ func TestPreviewDroverChildInSync(t *testing.T) {
 		t.Errorf("child: %+v, want keep", it)
 	}
 }
+
+// Required node affinity OpenYurt dropped, a pool taint the template tolerates already, and a child without
+// the pool-name label (which the controller's cache never holds).
+func TestPreviewOpenYurtAffinityAndInvisibleChild(t *testing.T) {
+	yad := upstreamYAD()
+	pod := &yad.Spec.WorkloadTemplate.DeploymentTemplate.Spec.Template.Spec
+	pod.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}}}}}}}
+	pod.Tolerations = []corev1.Toleration{{Key: "edge", Operator: corev1.TolerationOpExists}}
+	rev := upstreamRevision(t, yad, 1)
+	yad.Status.CurrentRevision = rev.Name
+	a := pool("a", edgeLabels).Taints(noSchedule("edge")).Obj()
+	b := pool("b", edgeLabels).Obj()
+	unlabelled := upstreamChild(yad, b, rev.Name)
+	delete(unlabelled.Labels, openyurtv1alpha1.LabelPoolName)
+	r := runPreview(t, yad, rev, a, b, upstreamChild(yad, a, rev.Name), unlabelled)
+
+	it := itemOf(t, r, "Deployment dns-a-x7k2p")
+	for _, want := range []string{"spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: nothing -> ",
+		"spec.template.spec.tolerations: "} {
+		if it.Effect != preview.Update || !strings.Contains(it.Why, want) {
+			t.Errorf("pool a: %+v, want an update naming %q", it, want)
+		}
+	}
+	if itemOf(t, r, "Deployment dns-b").Effect != preview.Create {
+		t.Errorf("pool b gets another child")
+	}
+	if len(r.Notices) != 1 || !strings.Contains(r.Notices[0], "Deployment dns-b-x7k2p is owned but has no apps.openyurt.io/pool-name label") {
+		t.Errorf("notices = %v", r.Notices)
+	}
+}
+
+// UnitedDaemonSets go through the same preview.
+func TestPreviewUnitedDaemonSet(t *testing.T) {
+	udd := testutil.MakeUnitedDaemonSet(ownerName, testNS).UID(ownerUID).Generation(1).
+		Deployment(testutil.DeploymentSpec(appLabels, "dns:1")).NodePoolSelectorLabels(edgeLabels).Obj()
+	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: []client.Object{udd, pool("a", edgeLabels).Obj()},
+		StatusSubresource: statusTypes()})
+	reports, err := PreviewUnitedDaemonSets(context.Background(), fc.Client, testNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || reports[0].Owner != "UnitedDaemonSet apps/dns" {
+		t.Fatalf("reports = %+v", reports)
+	}
+	if itemOf(t, reports[0], "Deployment dns-a").Effect != preview.Create {
+		t.Errorf("pool a gets a child")
+	}
+}
