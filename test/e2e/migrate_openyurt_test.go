@@ -67,6 +67,9 @@ var _ = Describe("Moving from OpenYurt's YurtAppDaemon controller", Ordered, fun
 		cr := upstreamControllerRevision(yad)
 		revision = cr.Name
 		Expect(k8sClient.Create(suiteCtx, cr)).To(Succeed())
+		// OpenYurt's conditions (no reason) and summaries (no pool) are left out: drover's CRD, which this
+		// cluster serves, refuses them on write. Stored under OpenYurt's CRD, they are replaced whole by drover's
+		// first status write, as the rest of this status is.
 		yad.Status = openyurtv1alpha1.YurtAppDaemonStatus{ObservedGeneration: yad.Generation, CollisionCount: ptr.To[int32](0),
 			CurrentRevision: revision, TemplateType: openyurtv1alpha1.DeploymentTemplateType,
 			NodePools: []string{pools[1].Name, pools[0].Name}}
