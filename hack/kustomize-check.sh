@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make verify: config/default and config/undeploy build, and so does config/default in another namespace with
 # the optional cert-manager component; then nothing may still name drover-system (the namespace reaches every
-# place through kustomize's namespace and config/default's replacements).
+# place through kustomize's namespace and config/default's replacements), and every clientConfig, a CRD's
+# conversion webhook's included, names the prefixed Service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kubectl=${KUBECTL:-bin/k8s/kubectl}
@@ -17,6 +18,10 @@ sed -i -e 's/^namespace: drover-system$/namespace: platform-drover/' \
 out=$("$kubectl" kustomize "$tmp/config/default")
 if grep -n 'drover-system' <<<"$out"; then
 	echo "kustomize-check: config/default in namespace platform-drover still names drover-system (lines above)" >&2
+	exit 1
+fi
+if grep -n 'name: webhook-service$' <<<"$out"; then
+	echo "kustomize-check: a clientConfig (webhook or CRD conversion) still names the Service without its prefix (lines above)" >&2
 	exit 1
 fi
 for want in 'cert-manager.io/inject-ca-from: platform-drover/drover-serving-cert' \

@@ -122,9 +122,13 @@ func (g *generator) component(c *kit.Controller) error {
 		}
 		resources = append(resources, "webhooks.yaml")
 	}
+	extra, err := conversionConfiguration(dir, c)
+	if err != nil {
+		return err
+	}
 	return writeKustomization(filepath.Join(dir, "kustomization.yaml"), "Component",
 		"Everything the "+c.Name+" controller needs installed: its CRDs, its RBAC and its webhook configurations.\n"+
-			"Install the components of the controllers --controllers names, and no others.", resources, nil)
+			"Install the components of the controllers --controllers names, and no others.", resources, nil, extra)
 }
 
 // controllerPackage is the import path of the package whose function builds c.
@@ -252,7 +256,7 @@ func (g *generator) crdKustomization() error {
 		}
 	}
 	return writeKustomization(g.path("config", "crd", "kustomization.yaml"), "Kustomization",
-		"Every drover CRD (make install): each controller's, from its component.", dirs, nil)
+		"Every drover CRD (make install): each controller's, from its component.", dirs, nil, g.installConversions())
 }
 
 func (g *generator) defaultKustomization() error {
@@ -280,7 +284,9 @@ func (g *generator) defaultKustomization() error {
 	return writeFile(file, slices.Concat(old[:i], []byte(block.String()), old[j+len(end):]))
 }
 
-func writeKustomization(file, kind, comment string, resources, components []string) error {
+// writeKustomization writes a Kustomization or Component of resources and components, with extra (YAML of
+// further fields) at the end.
+func writeKustomization(file, kind, comment string, resources, components []string, extra ...string) error {
 	var b strings.Builder
 	b.WriteString(header)
 	for line := range strings.SplitSeq(comment, "\n") {
@@ -293,6 +299,9 @@ func writeKustomization(file, kind, comment string, resources, components []stri
 	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\n", apiVersion, kind)
 	writeList(&b, "resources", resources)
 	writeList(&b, "components", components)
+	for _, e := range extra {
+		b.WriteString(e)
+	}
 	return writeFile(file, []byte(b.String()))
 }
 

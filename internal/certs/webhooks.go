@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,8 +57,10 @@ func ownConversions(ctx context.Context, reader client.Reader, namespace, servic
 			out = append(out, h)
 			continue
 		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		err := reader.Get(ctx, client.ObjectKey{Name: h.Name}, &crd)
+		// Unstructured: the manager's scheme has no apiextensions types.
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		err := reader.Get(ctx, client.ObjectKey{Name: h.Name}, crd)
 		switch {
 		case apierrors.IsNotFound(err):
 			out = append(out, h)
@@ -65,7 +68,7 @@ func ownConversions(ctx context.Context, reader client.Reader, namespace, servic
 		case err != nil:
 			return nil, fmt.Errorf("reading CRD %s: %w", h.Name, err)
 		}
-		if calls := conversionService(&crd); calls != namespace+"/"+service {
+		if calls := conversionService(crd); calls != namespace+"/"+service {
 			log.Info("Not injecting the CA into a CRD whose conversion webhook is not the manager's", "crd", h.Name,
 				"conversionService", calls, "want", namespace+"/"+service)
 			continue
@@ -77,14 +80,16 @@ func ownConversions(ctx context.Context, reader client.Reader, namespace, servic
 
 // conversionService returns <namespace>/<name> of the Service a CRD's conversion webhook calls, or what it
 // has instead.
-func conversionService(crd *apiextensionsv1.CustomResourceDefinition) string {
-	conv := crd.Spec.Conversion
+func conversionService(crd *unstructured.Unstructured) string {
+	strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
+	cc, found, _ := unstructured.NestedMap(crd.Object, "spec", "conversion", "webhook", "clientConfig")
 	switch {
-	case conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil:
+	case strategy != string(apiextensionsv1.WebhookConverter) || !found:
 		return "none"
-	case conv.Webhook.ClientConfig.Service == nil:
+	case cc["service"] == nil:
 		return "a URL"
 	}
-	svc := conv.Webhook.ClientConfig.Service
-	return svc.Namespace + "/" + svc.Name
+	ns, _, _ := unstructured.NestedString(cc, "service", "namespace")
+	name, _, _ := unstructured.NestedString(cc, "service", "name")
+	return ns + "/" + name
 }

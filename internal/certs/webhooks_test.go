@@ -23,6 +23,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/registry"
+	"github.com/drover-dev/drover/internal/scheme"
 )
 
 func TestWebhooksOfEnabledControllers(t *testing.T) {
@@ -63,7 +64,8 @@ func TestWebhooksConversionCRDs(t *testing.T) {
 }
 
 // TestWebhooksMatchGeneratedConfigurations: with every controller enabled, the list names exactly the webhook
-// configurations of the generated components, with the installation's prefix.
+// configurations of the generated components, with the installation's prefix, and the CRDs generated with a
+// conversion webhook.
 func TestWebhooksMatchGeneratedConfigurations(t *testing.T) {
 	controllers := registry.Registry()
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "components", "*", "webhooks.yaml"))
@@ -76,8 +78,19 @@ func TestWebhooksMatchGeneratedConfigurations(t *testing.T) {
 			want.Insert(o.GetKind() + " " + ConfigurationPrefix + o.GetName())
 		}
 	}
+	crds, err := filepath.Glob(filepath.Join("..", "..", "config", "components", "*", "crd", "*_*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no generated CRDs found: %v", err)
+	}
+	for _, f := range crds {
+		for _, o := range readObjects(t, f) {
+			if _, ok, _ := unstructured.NestedMap(o.Object, "spec", "conversion", "webhook"); ok {
+				want.Insert("CustomResourceDefinition " + o.GetName())
+			}
+		}
+	}
 	kinds := map[rotator.WebhookType]string{rotator.Mutating: "MutatingWebhookConfiguration",
-		rotator.Validating: "ValidatingWebhookConfiguration"}
+		rotator.Validating: "ValidatingWebhookConfiguration", rotator.CRDConversion: "CustomResourceDefinition"}
 	got := sets.New[string]()
 	for _, w := range Webhooks(controllers, sets.New(kit.Names(controllers)...)) {
 		got.Insert(kinds[w.Type] + " " + w.Name)
@@ -115,20 +128,23 @@ func readObjects(t *testing.T, file string) []*unstructured.Unstructured {
 // TestOwnConversions: the CA goes only into CRDs whose conversion webhook calls the manager's Service, or
 // that are not installed (the rotator logs those).
 func TestOwnConversions(t *testing.T) {
-	crd := func(name string, conv *apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceDefinition {
-		return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name},
+	crd := func(name string, conv *apiextensionsv1.CustomResourceConversion) *unstructured.Unstructured {
+		typed := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Conversion: conv}}
+		typed.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: m}
 	}
 	webhookAt := func(ns, name string) *apiextensionsv1.CustomResourceConversion {
 		return &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
 			Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{
 				Service: &apiextensionsv1.ServiceReference{Namespace: ns, Name: name}}}}
 	}
-	s := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	reader := fake.NewClientBuilder().WithScheme(s).WithObjects(
+	// The manager's scheme, which has no apiextensions types: the CRDs are read unstructured.
+	reader := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
 		crd("ours.example.drover.dev", webhookAt("drover-system", "drover-webhook-service")),
 		crd("theirs.example.drover.dev", webhookAt("kube-system", "yurt-manager-webhook-service")),
 		crd("old.example.drover.dev", nil),

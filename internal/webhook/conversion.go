@@ -104,13 +104,10 @@ func (c *converter) convert(raw []byte, desiredAPIVersion string) ([]byte, error
 	if err != nil {
 		return nil, fmt.Errorf("desired API version: %w", err)
 	}
-	doc, err := decodeDocument(raw)
-	if err != nil {
-		return nil, err
-	}
 	var tm metav1.TypeMeta
-	tm.APIVersion, _ = doc["apiVersion"].(string)
-	tm.Kind, _ = doc["kind"].(string)
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return nil, fmt.Errorf("the object is not a JSON object with apiVersion and kind: %w", err)
+	}
 	from := tm.GroupVersionKind()
 	to := want.WithKind(from.Kind)
 	if from.GroupKind() != to.GroupKind() || from.Kind == "" {
@@ -127,7 +124,7 @@ func (c *converter) convert(raw []byte, desiredAPIVersion string) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	kept, err := c.decodeTolerant(doc, src)
+	kept, err := c.decodeTolerant(raw, src)
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s %s: %w", from.GroupVersion(), from.Kind, err)
 	}
@@ -158,15 +155,16 @@ type keptValue struct {
 	value any
 }
 
-// decodeTolerant decodes doc into obj; when that fails, it takes out the values that do not decode (at the
+// decodeTolerant decodes raw into obj; when that fails, it takes out the values that do not decode (at the
 // field paths locateDecodeErrors gives) and decodes the rest, returning the values taken out.
-func (c *converter) decodeTolerant(doc map[string]any, obj runtime.Object) ([]keptValue, error) {
-	data, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err = c.decoder.Decode(data, nil, obj); err == nil {
+func (c *converter) decodeTolerant(raw []byte, obj runtime.Object) ([]keptValue, error) {
+	_, _, err := c.decoder.Decode(raw, nil, obj)
+	if err == nil {
 		return nil, nil
+	}
+	doc, docErr := decodeDocument(raw)
+	if docErr != nil {
+		return nil, docErr
 	}
 	errs := locateDecodeErrors(doc, reflect.TypeOf(obj), nil)
 	if len(errs) == 0 {
@@ -179,8 +177,13 @@ func (c *converter) decodeTolerant(doc map[string]any, obj runtime.Object) ([]ke
 			kept = append(kept, keptValue{steps: steps, value: v})
 		}
 	}
-	if data, err = json.Marshal(doc); err != nil {
+	data, err := json.Marshal(doc)
+	if err != nil {
 		return nil, err
+	}
+	// The failed decode may have filled part of obj; decode the rest into an empty one.
+	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.Elem().CanSet() {
+		v.Elem().Set(reflect.Zero(v.Elem().Type()))
 	}
 	if _, _, err := c.decoder.Decode(data, nil, obj); err != nil {
 		return nil, errors.New(plainDecodeError(err))
