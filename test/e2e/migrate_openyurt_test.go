@@ -144,6 +144,17 @@ var _ = Describe("Moving from OpenYurt's YurtAppDaemon controller", Ordered, fun
 		var crs appsv1.ControllerRevisionList
 		Expect(k8sClient.List(suiteCtx, &crs, client.InNamespace(ns))).To(Succeed())
 		Expect(crs.Items).To(ConsistOf(HaveField("Name", revision)), "the one revision, still named as OpenYurt names it")
+		// yurt-manager leaves a child alone when its revision label names the current revision (checked above),
+		// its pod nodeSelector is exactly the pool's and its tolerations tolerate every taint of the pool.
+		for _, p := range pools {
+			var np openyurtv1beta1.NodePool
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: p.Name}, &np)).To(Succeed())
+			d := poolChild(Default, ns, app, p.Name)
+			Expect(d.Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{openyurtv1beta1.LabelCurrentNodePool: p.Name}))
+			for _, t := range np.Spec.Taints {
+				Expect(toleratesTaint(d.Spec.Template.Spec.Tolerations, t)).To(BeTrue(), "%s tolerates %s", d.Name, t.Key)
+			}
+		}
 	})
 })
 
