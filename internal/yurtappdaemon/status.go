@@ -30,7 +30,12 @@ func computeStatus(prev *openyurtv1alpha1.YurtAppDaemonStatus, generation int64,
 		st.TemplateType = ""
 	} else {
 		st.TemplateType = p.kind
+		// Always set (0 when no name collided): OpenYurt's yurt-manager reads it without a nil check, so an
+		// owner handed back to it must carry it.
 		st.CollisionCount = copyInt32(p.revision.collisionCount)
+		if st.CollisionCount == nil {
+			st.CollisionCount = new(int32)
+		}
 		if p.revision.current != nil {
 			st.CurrentRevision = p.revision.current.Name
 		}
