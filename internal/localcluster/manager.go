@@ -35,7 +35,10 @@ const managerTokenTTL = 30 * 24 * time.Hour
 // ManagerUser is the user name the manager authenticates as.
 const ManagerUser = "system:serviceaccount:" + ManagerNamespace + ":" + ManagerServiceAccount
 
-var nodePoolGVK = schema.GroupVersionKind{Group: "apps.openyurt.io", Version: "v1beta1", Kind: "NodePool"}
+// nodePoolGVK is the version of NodePool the cluster writes and reads its pools in: the storage version, which
+// the API server reads without calling the manager's conversion webhook (so a status is printed while the
+// manager is down).
+var nodePoolGVK = schema.GroupVersionKind{Group: "apps.openyurt.io", Version: "v1beta2", Kind: "NodePool"}
 
 // startManager creates the manager's namespace, ServiceAccount and RBAC bindings, writes a kubeconfig with
 // a ServiceAccount token, installs the webhooks (installWebhooks), mounts the certificate Secret into the
@@ -262,7 +265,8 @@ func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, namespace, name,
 }
 
 // waitWebhooks waits until the API server reaches the manager's webhooks: a server-side dry-run create of
-// a NodePool passes through the NodePool webhooks (and fails while they are unreachable).
+// a NodePool in v1beta1 passes through the conversion webhook and the NodePool webhooks (and fails while they
+// are unreachable).
 func (c *Cluster) waitWebhooks(ctx context.Context, logHint string) error {
 	if c.webhooks == 0 {
 		return nil
@@ -272,6 +276,7 @@ func (c *Cluster) waitWebhooks(ctx context.Context, logHint string) error {
 		return nil
 	}
 	probe := nodePoolObject(Pool{Name: "drover-local-webhook-probe", Type: "Edge"})
+	probe.SetAPIVersion("apps.openyurt.io/v1beta1")
 	return c.poll(ctx, "the webhooks to answer"+logHint, func(ctx context.Context) (bool, error) {
 		err := c.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return err == nil, err

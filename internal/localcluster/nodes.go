@@ -98,8 +98,7 @@ func FakeNode(spec NodeSpec) *corev1.Node {
 // on drover's API types (drover-local down must build even when they do not).
 func nodePoolObject(p Pool) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("apps.openyurt.io/v1beta1")
-	u.SetKind("NodePool")
+	u.SetGroupVersionKind(nodePoolGVK)
 	u.SetName(p.Name)
 	_ = unstructured.SetNestedField(u.Object, p.Type, "spec", "type")
 	return u

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 )
 
 // Attributes are the pool attributes applied to a member node. Their JSON is the value of the annotation
@@ -29,16 +29,16 @@ func (a Attributes) IsEmpty() bool {
 // set or remove them, whatever a pool (or a hand-written annotation) says.
 var (
 	reservedLabels = []string{
-		openyurtv1beta1.LabelCurrentNodePool,
-		openyurtv1beta1.LabelDesiredNodePool,
+		openyurtv1beta2.LabelCurrentNodePool,
+		openyurtv1beta2.LabelDesiredNodePool,
 	}
-	reservedAnnotations = []string{openyurtv1beta1.AnnotationPrevAttrs}
+	reservedAnnotations = []string{openyurtv1beta2.AnnotationPrevAttrs}
 )
 
 // PoolAttributes returns the attributes a pool wants on its members: copies of its labels, annotations and
 // taints, without the reserved keys and without a second taint of the same key and effect (the first wins;
 // the API server would reject a node carrying both).
-func PoolAttributes(pool *openyurtv1beta1.NodePool) Attributes {
+func PoolAttributes(pool *openyurtv1beta2.NodePool) Attributes {
 	return sanitize(Attributes{
 		Labels:      pool.Spec.Labels,
 		Annotations: pool.Spec.Annotations,
@@ -98,7 +98,7 @@ func DecodeAttributes(value string) (Attributes, error) {
 		return a, nil
 	}
 	if err := json.Unmarshal([]byte(value), &a); err != nil {
-		return Attributes{}, fmt.Errorf("decoding annotation %s: %w", openyurtv1beta1.AnnotationPrevAttrs, err)
+		return Attributes{}, fmt.Errorf("decoding annotation %s: %w", openyurtv1beta2.AnnotationPrevAttrs, err)
 	}
 	return sanitize(a), nil
 }
@@ -116,7 +116,7 @@ func DecodeAttributes(value string) (Attributes, error) {
 //
 // An undecodable annotation counts as empty; its error is returned next to a valid result.
 func ConciliateNode(node *corev1.Node, want Attributes, hostNetwork bool) (*corev1.Node, bool, error) {
-	prev, decodeErr := DecodeAttributes(node.Annotations[openyurtv1beta1.AnnotationPrevAttrs])
+	prev, decodeErr := DecodeAttributes(node.Annotations[openyurtv1beta2.AnnotationPrevAttrs])
 	want = sanitize(want)
 
 	out := node.DeepCopy()
@@ -124,7 +124,7 @@ func ConciliateNode(node *corev1.Node, want Attributes, hostNetwork bool) (*core
 	out.Annotations = conciliateMap(out.Annotations, prev.Annotations, want.Annotations)
 	out.Spec.Taints = conciliateTaints(out.Spec.Taints, prev.Taints, want.Taints)
 	if hostNetwork {
-		out.Labels = setKey(out.Labels, openyurtv1beta1.LabelNodePoolHostNetwork, "true")
+		out.Labels = setKey(out.Labels, openyurtv1beta2.LabelNodePoolHostNetwork, "true")
 	}
 
 	encoded, err := EncodeAttributes(want)
@@ -133,9 +133,9 @@ func ConciliateNode(node *corev1.Node, want Attributes, hostNetwork bool) (*core
 		return node.DeepCopy(), false, err
 	}
 	if encoded == "" {
-		delete(out.Annotations, openyurtv1beta1.AnnotationPrevAttrs)
+		delete(out.Annotations, openyurtv1beta2.AnnotationPrevAttrs)
 	} else {
-		out.Annotations = setKey(out.Annotations, openyurtv1beta1.AnnotationPrevAttrs, encoded)
+		out.Annotations = setKey(out.Annotations, openyurtv1beta2.AnnotationPrevAttrs, encoded)
 	}
 	return out, AttributesDiffer(node, out), decodeErr
 }

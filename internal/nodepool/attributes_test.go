@@ -8,11 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
-const prevKey = openyurtv1beta1.AnnotationPrevAttrs
+const prevKey = openyurtv1beta2.AnnotationPrevAttrs
 
 func taint(key, value string, effect corev1.TaintEffect) corev1.Taint {
 	return corev1.Taint{Key: key, Value: value, Effect: effect}
@@ -126,11 +126,11 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 
 func TestPoolAttributes(t *testing.T) {
 	pool := testutil.MakeNodePool("p").
-		Labels(map[string]string{"a": "1", openyurtv1beta1.LabelCurrentNodePool: "other", openyurtv1beta1.LabelDesiredNodePool: "x"}).
+		Labels(map[string]string{"a": "1", openyurtv1beta2.LabelCurrentNodePool: "other", openyurtv1beta2.LabelDesiredNodePool: "x"}).
 		Annotations(map[string]string{"x": "y", prevKey: "{}"}).
 		Taints(taint("k", "v1", corev1.TaintEffectNoSchedule), taint("k", "v2", corev1.TaintEffectNoSchedule),
 			taint("k", "v3", corev1.TaintEffectNoExecute)).
-		Obj()
+		Hub()
 	want := Attributes{
 		Labels:      map[string]string{"a": "1"},
 		Annotations: map[string]string{"x": "y"},
@@ -180,7 +180,7 @@ func TestConciliateNode(t *testing.T) {
 				Taints: []corev1.Taint{taint("edge", "true", ns)},
 			},
 			wantAttrs: nodeAttrs{
-				Labels: map[string]string{openyurtv1beta1.LabelCurrentNodePool: "p", "own": "x", "region": "east"},
+				Labels: map[string]string{openyurtv1beta2.LabelCurrentNodePool: "p", "own": "x", "region": "east"},
 				Annotations: map[string]string{"owner": "ops", prevKey: `{"labels":{"region":"east"},` +
 					`"annotations":{"owner":"ops"},"taints":[{"key":"edge","value":"true","effect":"NoSchedule"}]}`},
 				Taints: []corev1.Taint{taint("node.kubernetes.io/not-ready", "", ne), taint("edge", "true", ns)},
@@ -314,15 +314,15 @@ func TestConciliateNode(t *testing.T) {
 		"hostNetwork pool adds the hostnetwork label": {
 			node:        testutil.MakeNode("n").Obj(),
 			hostNetwork: true,
-			wantAttrs:   nodeAttrs{Labels: map[string]string{openyurtv1beta1.LabelNodePoolHostNetwork: "true"}},
+			wantAttrs:   nodeAttrs{Labels: map[string]string{openyurtv1beta2.LabelNodePoolHostNetwork: "true"}},
 			wantChanged: true,
 		},
 		"reserved keys are never pushed nor removed": {
 			node: testutil.MakeNode("n").Pool("p").
 				Annotations(map[string]string{prevKey: `{"labels":{"apps.openyurt.io/nodepool":"p"}}`}).Obj(),
-			want: Attributes{Labels: map[string]string{openyurtv1beta1.LabelDesiredNodePool: "q"}},
+			want: Attributes{Labels: map[string]string{openyurtv1beta2.LabelDesiredNodePool: "q"}},
 			wantAttrs: nodeAttrs{
-				Labels: map[string]string{openyurtv1beta1.LabelCurrentNodePool: "p"}, Annotations: map[string]string{},
+				Labels: map[string]string{openyurtv1beta2.LabelCurrentNodePool: "p"}, Annotations: map[string]string{},
 			},
 			wantChanged: true,
 		},

@@ -1,6 +1,6 @@
 package nodepool
 
-// Event actions (events.k8s.io requires one). The reasons are the openyurtv1beta1.Reason* constants.
+// Event actions (events.k8s.io requires one). The reasons are the openyurtv1beta2.Reason* constants.
 const (
 	actionJoin           = "Join"
 	actionSyncAttributes = "SyncAttributes"

@@ -14,20 +14,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 )
 
 // poolPredicate lets through NodePool creates, deletes and updates that change the generation or start the
 // deletion. The controller's own status writes change neither, so they do not retrigger it.
 func poolPredicate() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		oldPool, okOld := e.ObjectOld.(*openyurtv1beta1.NodePool)
-		newPool, okNew := e.ObjectNew.(*openyurtv1beta1.NodePool)
+		oldPool, okOld := e.ObjectOld.(*openyurtv1beta2.NodePool)
+		newPool, okNew := e.ObjectNew.(*openyurtv1beta2.NodePool)
 		return okOld && okNew && poolUpdateRelevant(oldPool, newPool)
 	}}
 }
 
-func poolUpdateRelevant(oldPool, newPool *openyurtv1beta1.NodePool) bool {
+func poolUpdateRelevant(oldPool, newPool *openyurtv1beta2.NodePool) bool {
 	return oldPool.Generation != newPool.Generation ||
 		oldPool.DeletionTimestamp.IsZero() != newPool.DeletionTimestamp.IsZero()
 }

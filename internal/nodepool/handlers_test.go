@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
@@ -111,16 +112,16 @@ func TestPoolsForNodeCreateAndDelete(t *testing.T) {
 func TestPoolPredicate(t *testing.T) {
 	base := func() *testutil.NodePoolWrapper { return testutil.MakeNodePool("p").Generation(1) }
 	tests := map[string]struct {
-		old, new *openyurtv1beta1.NodePool
+		old, new *openyurtv1beta2.NodePool
 		want     bool
 	}{
 		"status only (our own write)": {
-			old: base().Obj(), new: base().Status(openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"n"}}).Obj(),
+			old: base().Hub(), new: base().Status(openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"n"}}).Hub(),
 		},
-		"object labels only": {old: base().Obj(), new: base().ObjectLabels(map[string]string{"a": "b"}).Obj()},
-		"generation changed": {old: base().Obj(), new: base().Generation(2).Obj(), want: true},
-		"deletion started":   {old: base().Obj(), new: base().Deleting().Obj(), want: true},
-		"already deleting":   {old: base().Deleting().Obj(), new: base().Deleting().Obj()},
+		"object labels only": {old: base().Hub(), new: base().ObjectLabels(map[string]string{"a": "b"}).Hub()},
+		"generation changed": {old: base().Hub(), new: base().Generation(2).Hub(), want: true},
+		"deletion started":   {old: base().Hub(), new: base().Deleting().Hub(), want: true},
+		"already deleting":   {old: base().Deleting().Hub(), new: base().Deleting().Hub()},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -130,10 +131,10 @@ func TestPoolPredicate(t *testing.T) {
 			}
 		})
 	}
-	if !poolPredicate().Create(event.CreateEvent{Object: base().Obj()}) {
+	if !poolPredicate().Create(event.CreateEvent{Object: base().Hub()}) {
 		t.Errorf("create is filtered out")
 	}
-	if !poolPredicate().Delete(event.DeleteEvent{Object: base().Obj()}) {
+	if !poolPredicate().Delete(event.DeleteEvent{Object: base().Hub()}) {
 		t.Errorf("delete is filtered out")
 	}
 }
@@ -164,7 +165,7 @@ func TestNodeHandler(t *testing.T) {
 		}, want: []string{"p", "q"}},
 		"update no-op":    {fire: func(q queue) { h.Update(ctx, event.UpdateEvent{ObjectOld: member.Obj(), ObjectNew: member.Obj()}, q) }},
 		"generic ignored": {fire: func(q queue) { h.Generic(ctx, event.GenericEvent{Object: member.Obj()}, q) }},
-		"not a node":      {fire: func(q queue) { h.Create(ctx, event.CreateEvent{Object: testutil.MakeNodePool("p").Obj()}, q) }},
+		"not a node":      {fire: func(q queue) { h.Create(ctx, event.CreateEvent{Object: testutil.MakeNodePool("p").Hub()}, q) }},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

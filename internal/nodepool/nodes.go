@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 )
 
 // defaultNodeWriteConcurrency bounds the node patches of one pass in flight when
@@ -43,7 +43,7 @@ type nodeChange struct {
 // planNodeChanges computes the node writes of one pass (pure): joins and attribute propagation unless the
 // pool is being deleted, and the cleanup of nodes that left a pool. Attribute propagation happens only with
 // sync. A node appears at most once; unchanged nodes are left out.
-func planNodeChanges(pool *openyurtv1beta1.NodePool, obs observation, sync bool) []nodeChange {
+func planNodeChanges(pool *openyurtv1beta2.NodePool, obs observation, sync bool) []nodeChange {
 	p := planner{planned: make(map[string]bool)}
 	if pool.DeletionTimestamp.IsZero() {
 		want := PoolAttributes(pool)
@@ -73,10 +73,10 @@ func (p *planner) add(c nodeChange) {
 }
 
 // joins sets the membership label on each joiner and, with sync, the pool attributes, in the same write.
-func (p *planner) joins(pool *openyurtv1beta1.NodePool, joiners []*corev1.Node, want Attributes, sync bool) {
+func (p *planner) joins(pool *openyurtv1beta2.NodePool, joiners []*corev1.Node, want Attributes, sync bool) {
 	for _, n := range joiners {
 		target := n.DeepCopy()
-		target.Labels = setKey(target.Labels, openyurtv1beta1.LabelCurrentNodePool, pool.Name)
+		target.Labels = setKey(target.Labels, openyurtv1beta2.LabelCurrentNodePool, pool.Name)
 		var decodeErr error
 		if sync {
 			target, _, decodeErr = ConciliateNode(target, want, pool.Spec.HostNetwork)
@@ -86,7 +86,7 @@ func (p *planner) joins(pool *openyurtv1beta1.NodePool, joiners []*corev1.Node, 
 }
 
 // members brings each member's attributes to what the pool wants.
-func (p *planner) members(pool *openyurtv1beta1.NodePool, members []*corev1.Node, want Attributes) {
+func (p *planner) members(pool *openyurtv1beta2.NodePool, members []*corev1.Node, want Attributes) {
 	for _, n := range members {
 		if target, changed, decodeErr := ConciliateNode(n, want, pool.Spec.HostNetwork); changed {
 			p.add(nodeChange{base: n, target: target, invalidPrev: decodeErr})

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
@@ -39,7 +39,7 @@ func TestReconcileConflictsBackOff(t *testing.T) {
 		conflicting = b
 	}
 	f := newFixture(t, true, []client.Object{
-		testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Obj(), testutil.MakeNode("a").Pool("p").Obj(),
+		testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Hub(), testutil.MakeNode("a").Pool("p").Obj(),
 	}, hooks)
 
 	step := func(want time.Duration) {
@@ -90,7 +90,7 @@ func TestReconcileMissingPoolConflictsBackOff(t *testing.T) {
 func TestReconcileStatusOfDeletedPool(t *testing.T) {
 	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "apps.openyurt.io", Resource: "nodepools"}, "p")
 	f := newFixture(t, true, []client.Object{
-		testutil.MakeNodePool("p").Obj(), testutil.MakeNode("a").Pool("p").Obj(),
+		testutil.MakeNodePool("p").Hub(), testutil.MakeNode("a").Pool("p").Obj(),
 	}, interceptor.Funcs{
 		SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
 			return notFound
@@ -122,7 +122,7 @@ func TestReconcileEventsAfterStatus(t *testing.T) {
 	}
 	boom := apierrors.NewInternalError(errors.New("boom"))
 	f := newFixture(t, true, []client.Object{
-		testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Obj(),
+		testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Hub(),
 		testutil.MakeNode("bad").Pool("p").Annotations(map[string]string{prevKey: "{oops"}).Obj(),
 		testutil.MakeNode("failing").Pool("p").Obj(),
 	}, interceptor.Funcs{
@@ -146,7 +146,7 @@ func TestReconcileEventsAfterStatus(t *testing.T) {
 	if _, err := f.reconcile(t, "p"); err == nil {
 		t.Fatal("Reconcile: no error, want the failed patch of node failing")
 	}
-	want := []string{"status", "event " + openyurtv1beta1.ReasonInvalidPreviousAttributes, "event " + openyurtv1beta1.ReasonNodeSyncFailed}
+	want := []string{"status", "event " + openyurtv1beta2.ReasonInvalidPreviousAttributes, "event " + openyurtv1beta2.ReasonNodeSyncFailed}
 	if diff := cmp.Diff(want, order); diff != "" {
 		t.Errorf("order of the status write and the events (-want +got):\n%s", diff)
 	}
@@ -158,7 +158,7 @@ func TestReconcileNoEventsAfterFailedStatus(t *testing.T) {
 	boom := apierrors.NewInternalError(errors.New("boom"))
 	statusFails := true
 	f := newFixture(t, true, []client.Object{
-		testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Obj(),
+		testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Hub(),
 		testutil.MakeNode("bad").Pool("p").Annotations(map[string]string{prevKey: "{oops"}).Obj(),
 		testutil.MakeNode("failing").Pool("p").Obj(),
 	}, interceptor.Funcs{
@@ -191,7 +191,7 @@ func TestReconcileNoEventsAfterFailedStatus(t *testing.T) {
 	if _, err := f.reconcile(t, "p"); err == nil {
 		t.Fatal("Reconcile: no error, want the failed patch of node failing")
 	}
-	if diff := cmp.Diff([]string{"Warning " + openyurtv1beta1.ReasonNodeSyncFailed}, f.eventReasons()); diff != "" {
+	if diff := cmp.Diff([]string{"Warning " + openyurtv1beta2.ReasonNodeSyncFailed}, f.eventReasons()); diff != "" {
 		t.Errorf("events of the retry (-want +got):\n%s", diff)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/nodepool/membership"
 )
@@ -73,8 +73,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // getPool reads the pool from the cache; nil means it does not exist.
-func (r *Reconciler) getPool(ctx context.Context, name string) (*openyurtv1beta1.NodePool, error) {
-	pool := &openyurtv1beta1.NodePool{}
+func (r *Reconciler) getPool(ctx context.Context, name string) (*openyurtv1beta2.NodePool, error) {
+	pool := &openyurtv1beta2.NodePool{}
 	if err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
@@ -86,7 +86,7 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*openyurtv1beta1
 
 // reconcilePool writes the node changes of an existing pool, then its status, then emits the events of the
 // pass if the status write succeeded.
-func (r *Reconciler) reconcilePool(ctx context.Context, pool *openyurtv1beta1.NodePool, p *pass) {
+func (r *Reconciler) reconcilePool(ctx context.Context, pool *openyurtv1beta2.NodePool, p *pass) {
 	obs, err := r.observe(ctx, pool.Name)
 	if err != nil {
 		p.out.Error(err)
@@ -96,7 +96,7 @@ func (r *Reconciler) reconcilePool(ctx context.Context, pool *openyurtv1beta1.No
 	outcomes := r.patchNodes(ctx, changes)
 	p.recordPatches(pool, changes, outcomes)
 
-	status := ComputeStatus(membersAfter(obs.members, changes, outcomes))
+	status := withMembers(pool.Status, ComputeStatus(membersAfter(obs.members, changes, outcomes)))
 	_, err = p.events.EmitAfter(r.cfg.Recorder, pool, func() (bool, error) {
 		return kit.WriteStatus(ctx, r.cfg.Client, pool, poolStatus, &status, statusEqual)
 	})
@@ -120,9 +120,9 @@ func (r *Reconciler) reconcileMissingPool(ctx context.Context, name string, p *p
 	changes := planLeavers(stale)
 	p.recordPatches(nil, changes, r.patchNodes(ctx, changes))
 	for _, n := range waiting {
-		p.events.On(n).Warning(openyurtv1beta1.ReasonNodePoolNotFound, actionJoin, nil,
+		p.events.On(n).Warning(openyurtv1beta2.ReasonNodePoolNotFound, actionJoin, nil,
 			"NodePool %s named by label %s does not exist; the node joins it once it is created",
-			name, openyurtv1beta1.LabelDesiredNodePool)
+			name, openyurtv1beta2.LabelDesiredNodePool)
 	}
 	p.events.Emit(r.cfg.Recorder, nil) // each event names its node
 }
@@ -140,22 +140,22 @@ func membersAfter(members []*corev1.Node, changes []nodeChange, outcomes []patch
 }
 
 // poolStatus and statusEqual give kit.WriteStatus the pool's status and its comparison.
-func poolStatus(pool *openyurtv1beta1.NodePool) *openyurtv1beta1.NodePoolStatus { return &pool.Status }
+func poolStatus(pool *openyurtv1beta2.NodePool) *openyurtv1beta2.NodePoolStatus { return &pool.Status }
 
-func statusEqual(a, b *openyurtv1beta1.NodePoolStatus) bool { return StatusEqual(*a, *b) }
+func statusEqual(a, b *openyurtv1beta2.NodePoolStatus) bool { return StatusEqual(*a, *b) }
 
 // recordPatches folds the node patches into the pass: a lost race (a conflict, or a node that vanished since
 // it was read) requeues, an error is returned (a patch refused for its content is not retried: see
 // kit.Outcome). It buffers a Warning InvalidPreviousAttributes on each node
 // whose annotation did not decode and, on the pool (nil: none), one Warning NodeSyncFailed naming the nodes
 // whose patch failed.
-func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChange, outcomes []patchOutcome) {
+func (p *pass) recordPatches(pool *openyurtv1beta2.NodePool, changes []nodeChange, outcomes []patchOutcome) {
 	var failed []string
 	var firstErr error
 	for i, c := range changes {
 		if c.invalidPrev != nil {
-			p.events.On(c.base).Warning(openyurtv1beta1.ReasonInvalidPreviousAttributes, actionSyncAttributes, nil,
-				"Annotation %s does not decode and was treated as empty: %v", openyurtv1beta1.AnnotationPrevAttrs, c.invalidPrev)
+			p.events.On(c.base).Warning(openyurtv1beta2.ReasonInvalidPreviousAttributes, actionSyncAttributes, nil,
+				"Annotation %s does not decode and was treated as empty: %v", openyurtv1beta2.AnnotationPrevAttrs, c.invalidPrev)
 		}
 		switch outcomes[i].result {
 		case patchConflict:
@@ -169,7 +169,7 @@ func (p *pass) recordPatches(pool *openyurtv1beta1.NodePool, changes []nodeChang
 		}
 	}
 	if len(failed) > 0 && pool != nil {
-		p.events.On(pool).Warning(openyurtv1beta1.ReasonNodeSyncFailed, actionSyncAttributes, nil,
+		p.events.On(pool).Warning(openyurtv1beta2.ReasonNodeSyncFailed, actionSyncAttributes, nil,
 			"Patching %d node(s) failed: %s; the first: %v", len(failed), kit.NameList(failed), firstErr)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
@@ -39,7 +40,7 @@ func newFixture(t *testing.T, sync bool, objs []client.Object, hooks interceptor
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{
 		Objects:           objs,
 		Indexes:           membership.Indexes(),
-		StatusSubresource: []client.Object{&openyurtv1beta1.NodePool{}},
+		StatusSubresource: []client.Object{&openyurtv1beta2.NodePool{}},
 		Hooks:             hooks,
 	})
 	rec := events.NewFakeRecorder(100)
@@ -82,9 +83,9 @@ func (f *fixture) node(t *testing.T, name string) *corev1.Node {
 	return n
 }
 
-func (f *fixture) poolStatus(t *testing.T, name string) openyurtv1beta1.NodePoolStatus {
+func (f *fixture) poolStatus(t *testing.T, name string) openyurtv1beta2.NodePoolStatus {
 	t.Helper()
-	p := &openyurtv1beta1.NodePool{}
+	p := &openyurtv1beta2.NodePool{}
 	if err := f.fake.Inner.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
 		t.Fatalf("getting pool %s: %v", name, err)
 	}
@@ -116,51 +117,51 @@ func TestReconcile(t *testing.T) {
 		pool             string
 		noSync           bool
 		wantNodes        map[string]nodeAttrs
-		wantStatus       *openyurtv1beta1.NodePoolStatus
+		wantStatus       *openyurtv1beta2.NodePoolStatus
 		wantEvents       []string
 		wantNodePatches  int
 		wantStatusWrites int
 	}{
 		"members get the pool attributes and the status counts them": {
-			objs: []client.Object{east().Obj(),
+			objs: []client.Object{east().Hub(),
 				member("a").Ready(true).Obj(), member("b").Ready(false).Obj(), member("c").Obj(),
 				testutil.MakeNode("other").Ready(true).Obj()},
 			pool: "east",
 			wantNodes: map[string]nodeAttrs{
-				"a":     eastNode("a", map[string]string{openyurtv1beta1.LabelCurrentNodePool: "east"}),
-				"b":     eastNode("b", map[string]string{openyurtv1beta1.LabelCurrentNodePool: "east"}),
+				"a":     eastNode("a", map[string]string{openyurtv1beta2.LabelCurrentNodePool: "east"}),
+				"b":     eastNode("b", map[string]string{openyurtv1beta2.LabelCurrentNodePool: "east"}),
 				"other": {},
 			},
-			wantStatus:       &openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, UnreadyNodeNum: 2, Nodes: []string{"a", "b", "c"}},
+			wantStatus:       &openyurtv1beta2.NodePoolStatus{ReadyNodeNum: 1, UnreadyNodeNum: 2, Nodes: []string{"a", "b", "c"}},
 			wantNodePatches:  3,
 			wantStatusWrites: 1,
 		},
 		"a node asking for the pool joins it and gets its attributes in one patch": {
-			objs: []client.Object{east().Obj(), testutil.MakeNode("j").DesiredPool("east").Ready(true).Obj()},
+			objs: []client.Object{east().Hub(), testutil.MakeNode("j").DesiredPool("east").Ready(true).Obj()},
 			pool: "east",
 			wantNodes: map[string]nodeAttrs{"j": eastNode("j", map[string]string{
-				openyurtv1beta1.LabelCurrentNodePool: "east", openyurtv1beta1.LabelDesiredNodePool: "east"})},
-			wantStatus:       &openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"j"}},
+				openyurtv1beta2.LabelCurrentNodePool: "east", openyurtv1beta2.LabelDesiredNodePool: "east"})},
+			wantStatus:       &openyurtv1beta2.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"j"}},
 			wantNodePatches:  1,
 			wantStatusWrites: 1,
 		},
 		"a membership label is never overwritten from the desired label": {
-			objs: []client.Object{east().Obj(), testutil.MakeNode("m").Pool("west").DesiredPool("east").Obj()},
+			objs: []client.Object{east().Hub(), testutil.MakeNode("m").Pool("west").DesiredPool("east").Obj()},
 			pool: "east",
 			wantNodes: map[string]nodeAttrs{"m": {Labels: map[string]string{
-				openyurtv1beta1.LabelCurrentNodePool: "west", openyurtv1beta1.LabelDesiredNodePool: "east"}}},
-			wantStatus: &openyurtv1beta1.NodePoolStatus{},
+				openyurtv1beta2.LabelCurrentNodePool: "west", openyurtv1beta2.LabelDesiredNodePool: "east"}}},
+			wantStatus: &openyurtv1beta2.NodePoolStatus{},
 		},
 		"a missing pool: NodePoolNotFound on the nodes asking for it, nothing written": {
 			objs: []client.Object{testutil.MakeNode("j").DesiredPool("nowhere").Obj(),
 				testutil.MakeNode("m").Pool("west").DesiredPool("nowhere").Obj()},
 			pool: "nowhere",
 			wantNodes: map[string]nodeAttrs{"j": {Labels: map[string]string{
-				openyurtv1beta1.LabelDesiredNodePool: "nowhere"}}},
+				openyurtv1beta2.LabelDesiredNodePool: "nowhere"}}},
 			wantEvents: []string{"Warning NodePoolNotFound"},
 		},
 		"nodes that left a pool are stripped under the value guard": {
-			objs: []client.Object{east().Status(openyurtv1beta1.NodePoolStatus{}).Obj(),
+			objs: []client.Object{east().Status(openyurtv1beta1.NodePoolStatus{}).Hub(),
 				testutil.MakeNode("gone").Labels(map[string]string{"region": "east", "own": "x"}).
 					Taints(taint("edge", "true", ns)).Annotations(map[string]string{prevKey: eastPrev}).Obj(),
 				testutil.MakeNode("edited").Labels(map[string]string{"region": "changed"}).
@@ -170,7 +171,7 @@ func TestReconcile(t *testing.T) {
 				"gone":   {Labels: map[string]string{"own": "x"}},
 				"edited": {Labels: map[string]string{"region": "changed"}},
 			},
-			wantStatus:      &openyurtv1beta1.NodePoolStatus{},
+			wantStatus:      &openyurtv1beta2.NodePoolStatus{},
 			wantNodePatches: 2,
 		},
 		"a missing pool still strips nodes that left": {
@@ -181,62 +182,62 @@ func TestReconcile(t *testing.T) {
 			wantNodePatches: 1,
 		},
 		"a pool being deleted joins nobody and pushes nothing, but keeps its status": {
-			objs: []client.Object{east().Deleting().Obj(), member("a").Ready(true).Obj(),
+			objs: []client.Object{east().Deleting().Hub(), member("a").Ready(true).Obj(),
 				testutil.MakeNode("j").DesiredPool("east").Obj()},
 			pool: "east",
 			wantNodes: map[string]nodeAttrs{
-				"a": {Labels: map[string]string{openyurtv1beta1.LabelCurrentNodePool: "east"}},
-				"j": {Labels: map[string]string{openyurtv1beta1.LabelDesiredNodePool: "east"}},
+				"a": {Labels: map[string]string{openyurtv1beta2.LabelCurrentNodePool: "east"}},
+				"j": {Labels: map[string]string{openyurtv1beta2.LabelDesiredNodePool: "east"}},
 			},
-			wantStatus:       &openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"a"}},
+			wantStatus:       &openyurtv1beta2.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"a"}},
 			wantStatusWrites: 1,
 		},
 		// The cleanup of nodes that left a pool is not under the flag: what drover once wrote on them is
 		// still removed.
 		"without attribute sync: joins and leavers, members untouched": {
-			objs: []client.Object{east().Obj(), member("a").Obj(), testutil.MakeNode("j").DesiredPool("east").Obj(),
+			objs: []client.Object{east().Hub(), member("a").Obj(), testutil.MakeNode("j").DesiredPool("east").Obj(),
 				testutil.MakeNode("gone").Annotations(map[string]string{prevKey: eastPrev}).Obj()},
 			pool:   "east",
 			noSync: true,
 			wantNodes: map[string]nodeAttrs{
-				"a": {Labels: map[string]string{openyurtv1beta1.LabelCurrentNodePool: "east"}},
+				"a": {Labels: map[string]string{openyurtv1beta2.LabelCurrentNodePool: "east"}},
 				"j": {Labels: map[string]string{
-					openyurtv1beta1.LabelCurrentNodePool: "east", openyurtv1beta1.LabelDesiredNodePool: "east"}},
+					openyurtv1beta2.LabelCurrentNodePool: "east", openyurtv1beta2.LabelDesiredNodePool: "east"}},
 				"gone": {},
 			},
-			wantStatus:       &openyurtv1beta1.NodePoolStatus{UnreadyNodeNum: 2, Nodes: []string{"a", "j"}},
+			wantStatus:       &openyurtv1beta2.NodePoolStatus{UnreadyNodeNum: 2, Nodes: []string{"a", "j"}},
 			wantNodePatches:  2,
 			wantStatusWrites: 1,
 		},
 		"a hostNetwork pool labels its members": {
-			objs:             []client.Object{testutil.MakeNodePool("hn").HostNetwork(true).Obj(), testutil.MakeNode("a").Pool("hn").Obj()},
+			objs:             []client.Object{testutil.MakeNodePool("hn").HostNetwork(true).Hub(), testutil.MakeNode("a").Pool("hn").Obj()},
 			pool:             "hn",
-			wantNodes:        map[string]nodeAttrs{"a": {Labels: map[string]string{openyurtv1beta1.LabelCurrentNodePool: "hn", openyurtv1beta1.LabelNodePoolHostNetwork: "true"}}},
-			wantStatus:       &openyurtv1beta1.NodePoolStatus{UnreadyNodeNum: 1, Nodes: []string{"a"}},
+			wantNodes:        map[string]nodeAttrs{"a": {Labels: map[string]string{openyurtv1beta2.LabelCurrentNodePool: "hn", openyurtv1beta2.LabelNodePoolHostNetwork: "true"}}},
+			wantStatus:       &openyurtv1beta2.NodePoolStatus{UnreadyNodeNum: 1, Nodes: []string{"a"}},
 			wantNodePatches:  1,
 			wantStatusWrites: 1,
 		},
 		"an undecodable annotation is replaced, with a Warning": {
-			objs: []client.Object{east().Obj(), member("a").Annotations(map[string]string{prevKey: "{oops"}).Obj()},
+			objs: []client.Object{east().Hub(), member("a").Annotations(map[string]string{prevKey: "{oops"}).Obj()},
 			pool: "east",
 			wantNodes: map[string]nodeAttrs{
-				"a": eastNode("a", map[string]string{openyurtv1beta1.LabelCurrentNodePool: "east"}),
+				"a": eastNode("a", map[string]string{openyurtv1beta2.LabelCurrentNodePool: "east"}),
 			},
-			wantStatus:       &openyurtv1beta1.NodePoolStatus{UnreadyNodeNum: 1, Nodes: []string{"a"}},
+			wantStatus:       &openyurtv1beta2.NodePoolStatus{UnreadyNodeNum: 1, Nodes: []string{"a"}},
 			wantEvents:       []string{"Warning InvalidPreviousAttributes"},
 			wantNodePatches:  1,
 			wantStatusWrites: 1,
 		},
 		"a converged pool makes no write": {
 			objs: []client.Object{
-				east().Status(openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"a"}}).Obj(),
+				east().Status(openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"a"}}).Hub(),
 				member("a").Ready(true).Labels(map[string]string{"region": "east"}).Taints(taint("edge", "true", ns)).
 					Annotations(map[string]string{prevKey: eastPrev}).Obj(),
 			},
 			pool:       "east",
-			wantStatus: &openyurtv1beta1.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"a"}},
+			wantStatus: &openyurtv1beta2.NodePoolStatus{ReadyNodeNum: 1, Nodes: []string{"a"}},
 			wantNodes: map[string]nodeAttrs{
-				"a": eastNode("a", map[string]string{openyurtv1beta1.LabelCurrentNodePool: "east"}),
+				"a": eastNode("a", map[string]string{openyurtv1beta2.LabelCurrentNodePool: "east"}),
 			},
 		},
 	}
@@ -297,7 +298,7 @@ func TestReconcileWriteFailures(t *testing.T) {
 	}
 	objs := func() []client.Object {
 		return []client.Object{
-			testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Obj(),
+			testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Hub(),
 			testutil.MakeNode("a").Pool("p").Obj(), testutil.MakeNode("b").Pool("p").Obj(),
 		}
 	}
@@ -398,7 +399,7 @@ func TestReconcilePatchesInParallelBounded(t *testing.T) {
 // bounded below limit, never gets going, and one bounded above limit overshoots while the first wave runs.
 func testPatchesInParallelBounded(t *testing.T, set, limit int) {
 	total := 2*limit + 3
-	objs := []client.Object{testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Obj()}
+	objs := []client.Object{testutil.MakeNodePool("p").Labels(map[string]string{"x": "y"}).Hub()}
 	for i := range total {
 		objs = append(objs, testutil.MakeNode(fmt.Sprintf("n%02d", i)).Pool("p").Obj())
 	}

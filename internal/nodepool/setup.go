@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/nodepool/membership"
 )
@@ -38,7 +40,7 @@ type Options struct {
 
 // Controller describes the NodePool controller to the manager.
 func Controller() *kit.Controller {
-	gvk := openyurtv1beta1.GroupVersion.WithKind("NodePool")
+	gvk := openyurtv1beta2.GroupVersion.WithKind("NodePool")
 	opts := &Options{}
 	fs := kit.NewFlagSet(ControllerName)
 	fs.BoolVar(&opts.Manage, "manage-nodepools", true,
@@ -48,6 +50,11 @@ func Controller() *kit.Controller {
 		"Push NodePool labels, annotations and taints to member nodes.")
 	fs.IntVar(&opts.NodeWriteConcurrency, "nodepool-node-write-concurrency", 8,
 		"Most node patches of one NodePool pass in flight at once.")
+	mutating := kit.KindWebhook(true, gvk, "nodepools", admissionregistrationv1.Create, admissionregistrationv1.Update)
+	validating := kit.KindWebhook(false, gvk, "nodepools", admissionregistrationv1.Create, admissionregistrationv1.Update,
+		admissionregistrationv1.Delete)
+	// The webhooks name v1beta2 only: a request in v1beta1 or v1alpha1 is converted to v1beta2 for them.
+	mutating.MatchPolicy, validating.MatchPolicy = admissionregistrationv1.Equivalent, admissionregistrationv1.Equivalent
 	return &kit.Controller{
 		Name:  ControllerName,
 		Kinds: []schema.GroupVersionKind{gvk},
@@ -61,14 +68,13 @@ func Controller() *kit.Controller {
 		Indexes:         membership.Indexes(),
 		RegisterMetrics: RegisterMetrics,
 		Setup:           func(ctx context.Context, mgr manager.Manager) error { return Setup(ctx, mgr, *opts) },
-		Webhooks: []kit.Webhook{
-			kit.KindWebhook(true, gvk, "nodepools", admissionregistrationv1.Create, admissionregistrationv1.Update),
-			kit.KindWebhook(false, gvk, "nodepools", admissionregistrationv1.Create, admissionregistrationv1.Update,
-				admissionregistrationv1.Delete),
-		},
-		ServeWebhooks: SetupNodePoolWebhook,
-		CRDs:          []string{"apps.openyurt.io_nodepools.yaml"},
-		Objects:       []client.Object{&openyurtv1beta1.NodePool{}},
+		Webhooks:        []kit.Webhook{mutating, validating},
+		ServeWebhooks:   SetupNodePoolWebhook,
+		CRDs:            []string{"apps.openyurt.io_nodepools.yaml"},
+		ConversionCRDs:  []string{"nodepools.apps.openyurt.io"},
+		// The controller works on v1beta2, the storage version and hub; the scheme knows the other versions
+		// for the conversion webhook.
+		Objects: []client.Object{&openyurtv1beta2.NodePool{}, &openyurtv1beta1.NodePool{}, &openyurtv1alpha1.NodePool{}},
 	}
 }
 
@@ -83,7 +89,7 @@ func Setup(_ context.Context, mgr manager.Manager, opts Options) error {
 	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&openyurtv1beta1.NodePool{}, builder.WithPredicates(poolPredicate())).
+		For(&openyurtv1beta2.NodePool{}, builder.WithPredicates(poolPredicate())).
 		Watches(&corev1.Node{}, nodeHandler{syncAttributes: opts.SyncNodeAttributes}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)}).
 		Complete(r)

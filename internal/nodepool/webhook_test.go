@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/nodepool/membership"
 	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/testutil"
@@ -23,28 +24,28 @@ import (
 
 func TestDefaultNodePool(t *testing.T) {
 	tests := map[string]struct {
-		in         *openyurtv1beta1.NodePool
-		wantType   openyurtv1beta1.NodePoolType
+		in         *openyurtv1beta2.NodePool
+		wantType   openyurtv1beta2.NodePoolType
 		wantLabels map[string]string
 	}{
 		"empty type becomes Edge with its label": {
-			in:         testutil.MakeNodePool("p").Obj(),
-			wantType:   openyurtv1beta1.Edge,
-			wantLabels: map[string]string{openyurtv1beta1.LabelNodePoolType: "edge"},
+			in:         testutil.MakeNodePool("p").Hub(),
+			wantType:   openyurtv1beta2.Edge,
+			wantLabels: map[string]string{openyurtv1beta2.LabelNodePoolType: "edge"},
 		},
 		"Cloud keeps its type and gets its label": {
-			in:         testutil.MakeNodePool("p").Type(openyurtv1beta1.Cloud).Obj(),
-			wantType:   openyurtv1beta1.Cloud,
-			wantLabels: map[string]string{openyurtv1beta1.LabelNodePoolType: "cloud"},
+			in:         testutil.MakeNodePool("p").Type(openyurtv1beta1.Cloud).Hub(),
+			wantType:   openyurtv1beta2.Cloud,
+			wantLabels: map[string]string{openyurtv1beta2.LabelNodePoolType: "cloud"},
 		},
 		"other labels are kept and a wrong type label is corrected": {
 			in: testutil.MakeNodePool("p").Type(openyurtv1beta1.Edge).
-				ObjectLabels(map[string]string{"a": "b", openyurtv1beta1.LabelNodePoolType: "cloud"}).Obj(),
-			wantType:   openyurtv1beta1.Edge,
-			wantLabels: map[string]string{"a": "b", openyurtv1beta1.LabelNodePoolType: "edge"},
+				ObjectLabels(map[string]string{"a": "b", openyurtv1beta2.LabelNodePoolType: "cloud"}).Hub(),
+			wantType:   openyurtv1beta2.Edge,
+			wantLabels: map[string]string{"a": "b", openyurtv1beta2.LabelNodePoolType: "edge"},
 		},
 		"an unsupported type gets no label (validation rejects it)": {
-			in:       testutil.MakeNodePool("p").Type("Fog").Obj(),
+			in:       testutil.MakeNodePool("p").Type("Fog").Hub(),
 			wantType: "Fog",
 		},
 	}
@@ -73,121 +74,121 @@ func TestValidateNodePool(t *testing.T) {
 	ns := corev1.TaintEffectNoSchedule
 	long := strings.Repeat("a", 64)
 	tests := map[string]struct {
-		newPool, oldPool *openyurtv1beta1.NodePool
+		newPool, oldPool *openyurtv1beta2.NodePool
 		want             []string
 	}{
-		"valid create": {newPool: valid().Obj()},
+		"valid create": {newPool: valid().Hub()},
 		"valid Cloud without hostNetwork": {
-			newPool: valid().Type(openyurtv1beta1.Cloud).Obj(),
+			newPool: valid().Type(openyurtv1beta1.Cloud).Hub(),
 		},
-		"valid Edge with hostNetwork": {newPool: valid().HostNetwork(true).Obj()},
+		"valid Edge with hostNetwork": {newPool: valid().HostNetwork(true).Hub()},
 		"name longer than a label value": {
-			newPool: testutil.MakeNodePool(long).Type(openyurtv1beta1.Edge).Obj(),
+			newPool: testutil.MakeNodePool(long).Type(openyurtv1beta1.Edge).Hub(),
 			want:    []string{"FieldValueInvalid metadata.name"},
 		},
 		"name that is no label value": {
-			newPool: testutil.MakeNodePool("a.b-").Type(openyurtv1beta1.Edge).Obj(),
+			newPool: testutil.MakeNodePool("a.b-").Type(openyurtv1beta1.Edge).Hub(),
 			want:    []string{"FieldValueInvalid metadata.name"},
 		},
 		"unsupported type": {
-			newPool: valid().Type("Fog").Obj(),
+			newPool: valid().Type("Fog").Hub(),
 			want:    []string{"FieldValueNotSupported spec.type"},
 		},
 		"missing type": {
-			newPool: valid().Type("").Obj(),
+			newPool: valid().Type("").Hub(),
 			want:    []string{"FieldValueNotSupported spec.type"},
 		},
 		"bad label key": {
-			newPool: valid().Labels(map[string]string{"bad key": "v"}).Obj(),
+			newPool: valid().Labels(map[string]string{"bad key": "v"}).Hub(),
 			want:    []string{"FieldValueInvalid spec.labels"},
 		},
 		"bad label value": {
-			newPool: valid().Labels(map[string]string{"k": "bad value"}).Obj(),
+			newPool: valid().Labels(map[string]string{"k": "bad value"}).Hub(),
 			want:    []string{"FieldValueInvalid spec.labels"},
 		},
 		"reserved label keys": {
 			newPool: valid().Labels(map[string]string{
-				openyurtv1beta1.LabelCurrentNodePool: "x", openyurtv1beta1.LabelDesiredNodePool: "y"}).Obj(),
+				openyurtv1beta2.LabelCurrentNodePool: "x", openyurtv1beta2.LabelDesiredNodePool: "y"}).Hub(),
 			want: []string{
 				"FieldValueForbidden spec.labels[apps.openyurt.io/desired-nodepool]",
 				"FieldValueForbidden spec.labels[apps.openyurt.io/nodepool]",
 			},
 		},
 		"bad annotation key": {
-			newPool: valid().Annotations(map[string]string{"bad key": "v"}).Obj(),
+			newPool: valid().Annotations(map[string]string{"bad key": "v"}).Hub(),
 			want:    []string{"FieldValueInvalid spec.annotations"},
 		},
 		"reserved annotation key": {
-			newPool: valid().Annotations(map[string]string{openyurtv1beta1.AnnotationPrevAttrs: "{}"}).Obj(),
+			newPool: valid().Annotations(map[string]string{openyurtv1beta2.AnnotationPrevAttrs: "{}"}).Hub(),
 			want:    []string{"FieldValueForbidden spec.annotations[nodepool.openyurt.io/previous-attributes]"},
 		},
 		"bad taint key": {
-			newPool: valid().Taints(corev1.Taint{Key: "bad key", Effect: ns}).Obj(),
+			newPool: valid().Taints(corev1.Taint{Key: "bad key", Effect: ns}).Hub(),
 			want:    []string{"FieldValueInvalid spec.taints[0].key"},
 		},
 		"bad taint value": {
-			newPool: valid().Taints(corev1.Taint{Key: "k", Value: "bad value", Effect: ns}).Obj(),
+			newPool: valid().Taints(corev1.Taint{Key: "k", Value: "bad value", Effect: ns}).Hub(),
 			want:    []string{"FieldValueInvalid spec.taints[0].value"},
 		},
 		"bad taint effect": {
-			newPool: valid().Taints(corev1.Taint{Key: "k", Effect: "Sometimes"}).Obj(),
+			newPool: valid().Taints(corev1.Taint{Key: "k", Effect: "Sometimes"}).Hub(),
 			want:    []string{"FieldValueNotSupported spec.taints[0].effect"},
 		},
 		"missing taint effect": {
-			newPool: valid().Taints(corev1.Taint{Key: "k"}).Obj(),
+			newPool: valid().Taints(corev1.Taint{Key: "k"}).Hub(),
 			want:    []string{"FieldValueNotSupported spec.taints[0].effect"},
 		},
 		"duplicate taint key and effect": {
-			newPool: valid().Taints(corev1.Taint{Key: "k", Value: "a", Effect: ns}, corev1.Taint{Key: "k", Value: "b", Effect: ns}).Obj(),
+			newPool: valid().Taints(corev1.Taint{Key: "k", Value: "a", Effect: ns}, corev1.Taint{Key: "k", Value: "b", Effect: ns}).Hub(),
 			want:    []string{"FieldValueDuplicate spec.taints[1]"},
 		},
 		"same taint key with another effect": {
-			newPool: valid().Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoExecute}).Obj(),
+			newPool: valid().Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoExecute}).Hub(),
 		},
 		"hostNetwork on a Cloud pool": {
-			newPool: valid().Type(openyurtv1beta1.Cloud).HostNetwork(true).Obj(),
+			newPool: valid().Type(openyurtv1beta1.Cloud).HostNetwork(true).Hub(),
 			want:    []string{"FieldValueInvalid spec.hostNetwork"},
 		},
 		"update: type is immutable": {
-			newPool: valid().Type(openyurtv1beta1.Cloud).Obj(), oldPool: valid().Obj(),
+			newPool: valid().Type(openyurtv1beta1.Cloud).Hub(), oldPool: valid().Hub(),
 			want: []string{"FieldValueForbidden spec.type"},
 		},
 		"update: hostNetwork is immutable": {
-			newPool: valid().HostNetwork(true).Obj(), oldPool: valid().Obj(),
+			newPool: valid().HostNetwork(true).Hub(), oldPool: valid().Hub(),
 			want: []string{"FieldValueForbidden spec.hostNetwork"},
 		},
 		"update: a type stored empty was Edge": {
-			newPool: valid().Obj(), oldPool: valid().Type("").Obj(),
+			newPool: valid().Hub(), oldPool: valid().Type("").Hub(),
 		},
 		"update: labels, annotations and taints may change": {
-			newPool: valid().Labels(map[string]string{"region": "west"}).Annotations(nil).Taints().Obj(),
-			oldPool: valid().Obj(),
+			newPool: valid().Labels(map[string]string{"region": "west"}).Annotations(nil).Taints().Hub(),
+			oldPool: valid().Hub(),
 		},
 		"update: drover's stricter rules are ratcheted while the field is unchanged": {
 			newPool: testutil.MakeNodePool("east").Type(openyurtv1beta1.Edge).
-				Labels(map[string]string{openyurtv1beta1.LabelCurrentNodePool: "x"}).
+				Labels(map[string]string{openyurtv1beta2.LabelCurrentNodePool: "x"}).
 				Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: ns}).
-				ObjectLabels(map[string]string{"new": "label"}).Obj(),
+				ObjectLabels(map[string]string{"new": "label"}).Hub(),
 			oldPool: testutil.MakeNodePool("east").Type(openyurtv1beta1.Edge).
-				Labels(map[string]string{openyurtv1beta1.LabelCurrentNodePool: "x"}).
-				Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: ns}).Obj(),
+				Labels(map[string]string{openyurtv1beta2.LabelCurrentNodePool: "x"}).
+				Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: ns}).Hub(),
 		},
 		"update: ratcheted rules apply again once the field changes": {
 			newPool: testutil.MakeNodePool("east").Type(openyurtv1beta1.Edge).
-				Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "j", Effect: ns}).Obj(),
+				Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "j", Effect: ns}).Hub(),
 			oldPool: testutil.MakeNodePool("east").Type(openyurtv1beta1.Edge).
-				Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: ns}).Obj(),
+				Taints(corev1.Taint{Key: "k", Effect: ns}, corev1.Taint{Key: "k", Effect: ns}).Hub(),
 			want: []string{"FieldValueDuplicate spec.taints[1]"},
 		},
 		"update: OpenYurt's own rules are not ratcheted": {
-			newPool: valid().Annotations(map[string]string{"bad key": "v"}).Obj(),
-			oldPool: valid().Annotations(map[string]string{"bad key": "v"}).Obj(),
+			newPool: valid().Annotations(map[string]string{"bad key": "v"}).Hub(),
+			oldPool: valid().Annotations(map[string]string{"bad key": "v"}).Hub(),
 			want:    []string{"FieldValueInvalid spec.annotations"},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, testutil.ErrorSummary(ValidateNodePool(tc.newPool, tc.oldPool))); diff != "" {
+			if diff := cmp.Diff(tc.want, testutil.ErrorSummary(Validate(tc.newPool, tc.oldPool))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -199,8 +200,8 @@ func TestValidateNodePoolAccumulates(t *testing.T) {
 		Labels(map[string]string{"bad key": "v"}).
 		Annotations(map[string]string{"bad key": "v"}).
 		Taints(corev1.Taint{Key: "k", Effect: "Bad"}, corev1.Taint{Key: "k", Effect: "Bad"}).
-		Obj()
-	old := testutil.MakeNodePool(pool.Name).Type(openyurtv1beta1.Edge).Obj()
+		Hub()
+	old := testutil.MakeNodePool(pool.Name).Type(openyurtv1beta1.Edge).Hub()
 	want := []string{
 		"FieldValueInvalid spec.labels",
 		"FieldValueInvalid spec.annotations",
@@ -211,12 +212,12 @@ func TestValidateNodePoolAccumulates(t *testing.T) {
 		"FieldValueForbidden spec.type",
 		"FieldValueForbidden spec.hostNetwork",
 	}
-	if diff := cmp.Diff(want, testutil.ErrorSummary(ValidateNodePool(pool, old))); diff != "" {
+	if diff := cmp.Diff(want, testutil.ErrorSummary(Validate(pool, old))); diff != "" {
 		t.Errorf("update errors (-want +got):\n%s", diff)
 	}
 	// On create the name rule applies too, and there are no immutability errors.
 	wantCreate := append([]string{"FieldValueInvalid metadata.name"}, want[:6]...)
-	if diff := cmp.Diff(wantCreate, testutil.ErrorSummary(ValidateNodePool(pool, nil))); diff != "" {
+	if diff := cmp.Diff(wantCreate, testutil.ErrorSummary(Validate(pool, nil))); diff != "" {
 		t.Errorf("create errors (-want +got):\n%s", diff)
 	}
 }
@@ -224,11 +225,11 @@ func TestValidateNodePoolAccumulates(t *testing.T) {
 func TestNodePoolValidatorCreateUpdate(t *testing.T) {
 	ctx := context.Background()
 	v := Validator{}
-	good := testutil.MakeNodePool("p").Type(openyurtv1beta1.Edge).Obj()
+	good := testutil.MakeNodePool("p").Type(openyurtv1beta1.Edge).Hub()
 	bad := testutil.MakeNodePool("p").Type(openyurtv1beta1.Edge).
 		Labels(map[string]string{"bad key": "v"}).
 		Taints(corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoSchedule}, corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoSchedule}).
-		Obj()
+		Hub()
 
 	if _, err := v.ValidateCreate(ctx, good); err != nil {
 		t.Errorf("ValidateCreate(valid) = %v, want nil", err)
@@ -242,7 +243,7 @@ func TestNodePoolValidatorCreateUpdate(t *testing.T) {
 	}
 
 	changed := good.DeepCopy()
-	changed.Spec.Type = openyurtv1beta1.Cloud
+	changed.Spec.Type = openyurtv1beta2.Cloud
 	_, err = v.ValidateUpdate(ctx, good, changed)
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("ValidateUpdate(type changed) = %v, want a 422 Invalid", err)
@@ -256,7 +257,7 @@ func TestNodePoolValidatorCreateUpdate(t *testing.T) {
 }
 
 func TestNodePoolValidatorDelete(t *testing.T) {
-	pool := testutil.MakeNodePool("east").Type(openyurtv1beta1.Edge).Obj()
+	pool := testutil.MakeNodePool("east").Type(openyurtv1beta1.Edge).Hub()
 	listFails := interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 		return errors.New("cache not synced")
 	}}

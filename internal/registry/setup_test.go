@@ -22,8 +22,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/webhook"
@@ -61,7 +62,7 @@ func TestParseControllers(t *testing.T) {
 }
 
 func TestSetupSkipsWhatCannotRun(t *testing.T) {
-	nodePoolGVK := openyurtv1beta1.GroupVersion.WithKind("NodePool")
+	nodePoolGVK := openyurtv1beta2.GroupVersion.WithKind("NodePool")
 	cases := map[string]struct {
 		served          []schema.GroupVersionKind
 		manageNodePools bool
@@ -108,7 +109,7 @@ func TestSetupSkipsWhatCannotRun(t *testing.T) {
 // controller that is off (here NodePool, managed elsewhere) admit a request unchanged.
 func TestOffControllersAdmitUnchanged(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(openyurtv1beta1.GroupVersion.WithKind("NodePool"), meta.RESTScopeRoot)
+	mapper.Add(openyurtv1beta2.GroupVersion.WithKind("NodePool"), meta.RESTScopeRoot)
 	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
 		Scheme:         scheme.New(),
 		Metrics:        metricsserver.Options{BindAddress: "0"},
@@ -242,5 +243,33 @@ func TestSetupServesConversion(t *testing.T) {
 				t.Errorf("conversion webhook served: %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestConversionCRDsAreConvertible: the kind of every CRD a controller converts has one hub among the
+// versions the scheme knows and every other version convertible, as the conversion webhook needs.
+func TestConversionCRDsAreConvertible(t *testing.T) {
+	s := scheme.New()
+	for _, c := range Registry() {
+		for _, name := range c.ConversionCRDs {
+			plural, group, _ := strings.Cut(name, ".")
+			var found bool
+			for gvk := range s.AllKnownTypes() {
+				if gvk.Group != group || strings.ToLower(gvk.Kind)+"s" != plural {
+					continue
+				}
+				found = true
+				obj, err := s.New(gvk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok, err := conversion.IsConvertible(s, obj); !ok || err != nil {
+					t.Errorf("%s (%s): %s is not convertible: %v", name, c.Name, gvk, err)
+				}
+			}
+			if !found {
+				t.Errorf("%s (%s): no kind of the scheme", name, c.Name)
+			}
+		}
 	}
 }

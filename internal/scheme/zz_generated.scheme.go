@@ -11,6 +11,7 @@ import (
 	kubestellarcontrolv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
 	openyurtappsv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtappsv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtappsv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	tkestackappsv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 )
 
@@ -21,5 +22,6 @@ func addAPIs(s *runtime.Scheme) {
 	utilruntime.Must(kubestellarcontrolv1alpha1.AddToScheme(s))
 	utilruntime.Must(openyurtappsv1alpha1.AddToScheme(s))
 	utilruntime.Must(openyurtappsv1beta1.AddToScheme(s))
+	utilruntime.Must(openyurtappsv1beta2.AddToScheme(s))
 	utilruntime.Must(tkestackappsv1.AddToScheme(s))
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/index"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 )
 
 // Field index keys on Nodes: the controller and the NodePool webhook read the nodes of one pool from the
@@ -36,17 +36,17 @@ func Indexes() []index.Index {
 
 // PoolOf returns the pool a node belongs to, or "" if it belongs to none.
 func PoolOf(node *corev1.Node) string {
-	return node.Labels[openyurtv1beta1.LabelCurrentNodePool]
+	return node.Labels[openyurtv1beta2.LabelCurrentNodePool]
 }
 
 // DesiredPoolOf returns the pool a node asks to join, or "".
 func DesiredPoolOf(node *corev1.Node) string {
-	return node.Labels[openyurtv1beta1.LabelDesiredNodePool]
+	return node.Labels[openyurtv1beta2.LabelDesiredNodePool]
 }
 
 // hasStaleAttributes reports whether a node holds pool attributes without belonging to a pool.
 func hasStaleAttributes(node *corev1.Node) bool {
-	_, recorded := node.Annotations[openyurtv1beta1.AnnotationPrevAttrs]
+	_, recorded := node.Annotations[openyurtv1beta2.AnnotationPrevAttrs]
 	return recorded && PoolOf(node) == ""
 }
 

@@ -7,12 +7,12 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
 func TestIndexes(t *testing.T) {
-	prev := map[string]string{openyurtv1beta1.AnnotationPrevAttrs: `{"labels":{"a":"1"}}`}
+	prev := map[string]string{openyurtv1beta2.AnnotationPrevAttrs: `{"labels":{"a":"1"}}`}
 	tests := map[string]struct {
 		obj  client.Object
 		want map[string][]string // index key -> values

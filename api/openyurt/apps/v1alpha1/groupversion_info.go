@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the apps.openyurt.io/v1alpha1 APIs served by drover: YurtAppDaemon and its earlier
-// name UnitedDaemonSet. Both kinds share one set of spec and status types and one controller.
+// name UnitedDaemonSet, which share one set of spec and status types and one controller, and the first
+// version of NodePool, which converts through v1beta2.
 //
 // The types are field-compatible with OpenYurt's YurtAppDaemon v1alpha1 so that manifests written for
 // OpenYurt apply unchanged; drover's additions (workloadTweaks, the per-pool summary and counters) are

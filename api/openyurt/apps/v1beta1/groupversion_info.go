@@ -1,7 +1,7 @@
 // Package v1beta1 holds the apps.openyurt.io/v1beta1 API served by drover: NodePool.
 //
 // The types are field-compatible with OpenYurt's NodePool v1beta1 so that manifests written for OpenYurt
-// apply unchanged.
+// apply unchanged. NodePools are stored in v1beta2, the hub this version converts through.
 //
 // +kubebuilder:object:generate=true
 // +groupName=apps.openyurt.io

@@ -3,6 +3,8 @@ package v1beta1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 )
 
 // NodePoolType says whether the nodes of a pool run at the edge or in the cloud.
@@ -16,19 +18,20 @@ const (
 	Cloud NodePoolType = "Cloud"
 )
 
-// Label and annotation keys of the NodePool API. Their values and meaning are those of OpenYurt, so that
-// drover and OpenYurt's yurt-manager can take over from each other.
+// Label and annotation keys of the NodePool API (v1beta2 defines them; v1beta1 keeps their names). Their
+// values and meaning are those of OpenYurt, so that drover and OpenYurt's yurt-manager can take over from each
+// other.
 const (
 	// LabelCurrentNodePool on a Node names the pool the node belongs to (membership).
-	LabelCurrentNodePool = "apps.openyurt.io/nodepool"
+	LabelCurrentNodePool = openyurtv1beta2.LabelCurrentNodePool
 	// LabelDesiredNodePool on a Node asks for the node to join the named pool.
-	LabelDesiredNodePool = "apps.openyurt.io/desired-nodepool"
+	LabelDesiredNodePool = openyurtv1beta2.LabelDesiredNodePool
 	// LabelNodePoolType on a NodePool holds the lower-case pool type, set by defaulting.
-	LabelNodePoolType = "nodepool.openyurt.io/type"
+	LabelNodePoolType = openyurtv1beta2.LabelNodePoolType
 	// LabelNodePoolHostNetwork is set to "true" on the members of a hostNetwork pool.
-	LabelNodePoolHostNetwork = "nodepool.openyurt.io/hostnetwork"
+	LabelNodePoolHostNetwork = openyurtv1beta2.LabelNodePoolHostNetwork
 	// AnnotationPrevAttrs on a Node records, as JSON, the pool attributes last applied to it.
-	AnnotationPrevAttrs = "nodepool.openyurt.io/previous-attributes"
+	AnnotationPrevAttrs = openyurtv1beta2.AnnotationPrevAttrs
 )
 
 // NodePoolSpec is the desired state of a NodePool.
@@ -84,12 +87,12 @@ type NodePoolStatus struct {
 }
 
 // NodePool groups nodes, usually the nodes of one edge region, by the node label apps.openyurt.io/nodepool,
-// and pushes the pool's labels, annotations and taints to its members.
+// and pushes the pool's labels, annotations and taints to its members. It is stored as, and converts through,
+// v1beta2; the v1beta2 fields it lacks travel in the annotation drover.dev/conversion-data.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=np,categories=yurt
-// +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Type",type="string",JSONPath=".spec.type",description="The type of the pool"
 // +kubebuilder:printcolumn:name="ReadyNodes",type="integer",JSONPath=".status.readyNodeNum",description="Members that are Ready"
 // +kubebuilder:printcolumn:name="NotReadyNodes",type="integer",JSONPath=".status.unreadyNodeNum",description="Members that are not Ready"

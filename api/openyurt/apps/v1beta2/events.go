@@ -1,4 +1,4 @@
-package v1beta1
+package v1beta2
 
 // Event reasons of the NodePool controller (events.k8s.io, source drover-nodepool). At most one event per
 // reason per pass and object.
