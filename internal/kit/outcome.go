@@ -24,7 +24,7 @@ const (
 // executor's attempts into it from one goroutine).
 type Outcome struct {
 	errs     []error
-	refused  []error
+	refused  bool
 	conflict bool
 	after    time.Duration
 }
@@ -41,7 +41,7 @@ func (o *Outcome) Error(errs ...error) {
 		case apierrors.IsConflict(err):
 			o.conflict = true
 		case Refused(err):
-			o.refused = append(o.refused, err)
+			o.refused = true
 		default:
 			o.errs = append(o.errs, err)
 		}
@@ -59,11 +59,9 @@ func (o *Outcome) RequeueAfter(d time.Duration) {
 	}
 }
 
-// Failed reports whether an error (not a conflict, not a harmless or content refusal) was recorded.
-func (o *Outcome) Failed() bool { return len(o.errs) > 0 }
-
-// Refusals returns the writes the API server refused for their content in this pass.
-func (o *Outcome) Refusals() []error { return o.refused }
+// Failed reports whether a write failed: an error or a refusal of its content (not a conflict, not a harmless
+// refusal). A step that must not follow a failed one (a deletion after the writes it depends on) checks it.
+func (o *Outcome) Failed() bool { return len(o.errs) > 0 || o.refused }
 
 // Harmless reports whether err needs no retry: a create refused because the namespace is terminating.
 func Harmless(err error) bool {

@@ -155,3 +155,17 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
+
+// A refusal is no error for the retry, but a failed write for what must not follow it.
+func TestOutcomeFailedOnRefusal(t *testing.T) {
+	var o Outcome
+	o.Error(apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "x", nil))
+	if !o.Failed() {
+		t.Error("Failed() = false after a refused write")
+	}
+	var clean Outcome
+	clean.Error(errConflict, terminatingErr())
+	if clean.Failed() {
+		t.Error("Failed() = true after a conflict and a harmless refusal")
+	}
+}

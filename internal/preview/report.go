@@ -56,15 +56,6 @@ type Report struct {
 	Notices []string
 }
 
-// Counts returns how many items have each effect.
-func (r *Report) Counts() map[Effect]int {
-	out := map[Effect]int{}
-	for _, it := range r.Items {
-		out[it.Effect]++
-	}
-	return out
-}
-
 // Restarting lists the items whose effect restarts something.
 func (r *Report) Restarting() []Item {
 	var out []Item

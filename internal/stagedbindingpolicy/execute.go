@@ -31,19 +31,15 @@ const bindingPolicyWrites = 4
 func (r *Reconciler) execute(ctx context.Context, sbp *communityv1alpha1.StagedBindingPolicy, d *stager.Decision,
 	events *kit.Events, o *kit.Outcome) {
 	exec := kit.Executor{Max: bindingPolicyWrites}
-	failed := false
 	for _, a := range kit.Run(ctx, exec, d.Writes, r.write) {
 		o.Error(a.Err)
 		a.Out.add(events)
-		if a.Err != nil {
-			failed = true
-		}
 		if kit.Refused(a.Err) {
 			events.Warning(communityv1alpha1.ReasonBindingPolicyRefused, actionBindingPolicy, nil,
 				"the API server refused a BindingPolicy write; drover tries again when the policy changes: %v", a.Err)
 		}
 	}
-	if failed { // a refusal too: nothing is deleted while a desired BindingPolicy is not in place
+	if o.Failed() { // a refusal too: nothing is deleted while a desired BindingPolicy is not in place
 		return
 	}
 	for _, a := range kit.Run(ctx, exec, d.Deletes, r.delete) {
