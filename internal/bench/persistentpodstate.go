@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/measure"
 	"github.com/drover-dev/drover/internal/scheme"
 )
@@ -256,9 +256,9 @@ func ppsStatefulSet(n int) *appsv1.StatefulSet {
 	tmpl.Spec.PriorityClassName = ppsAbsentPriorityClass
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: ppsName, Namespace: ppsNamespace, Annotations: map[string]string{
-			kruisev1alpha1.AnnotationAutoGeneratePersistentPodState: "true",
-			kruisev1alpha1.AnnotationRequiredPersistentTopology:     corev1.LabelHostname,
-			kruisev1alpha1.AnnotationPreferredPersistentTopology:    corev1.LabelTopologyZone,
+			kruisev1beta1.AnnotationAutoGeneratePersistentPodState: "true",
+			kruisev1beta1.AnnotationRequiredPersistentTopology:     corev1.LabelHostname,
+			kruisev1beta1.AnnotationPreferredPersistentTopology:    corev1.LabelTopologyZone,
 		}},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(int32(n)),
@@ -309,7 +309,7 @@ func (r *ppsRun) createTarget(ctx context.Context) error {
 	}
 	r.uid = sts.UID
 	start := time.Now()
-	var pps kruisev1alpha1.PersistentPodState
+	var pps kruisev1beta1.PersistentPodState
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return r.c.Get(ctx, client.ObjectKey{Namespace: ppsNamespace, Name: ppsName}, &pps) == nil, nil
 	})
@@ -318,7 +318,7 @@ func (r *ppsRun) createTarget(ctx context.Context) error {
 	}
 	var required []string
 	if t := pps.Spec.RequiredPersistentTopology; t != nil {
-		required = t.NodeTopologyKeys
+		required = t.Keys
 	}
 	r.logf("StatefulSet %s (%d replicas, OnDelete) created; PPS %s generated after %s: required %v, %d preferred term(s)",
 		ppsName, r.n, pps.Name, time.Since(start).Round(time.Millisecond), required, len(pps.Spec.PreferredPersistentTopology))
@@ -395,8 +395,8 @@ func (r *ppsRun) waitAllReady(ctx context.Context, what string) error {
 }
 
 // getPPS reads the PPS from the API server.
-func (r *ppsRun) getPPS(ctx context.Context) (*kruisev1alpha1.PersistentPodState, error) {
-	pps := &kruisev1alpha1.PersistentPodState{}
+func (r *ppsRun) getPPS(ctx context.Context) (*kruisev1beta1.PersistentPodState, error) {
+	pps := &kruisev1beta1.PersistentPodState{}
 	if err := r.c.Get(ctx, client.ObjectKey{Namespace: ppsNamespace, Name: ppsName}, pps); err != nil {
 		return nil, fmt.Errorf("reading PersistentPodState %s: %w", ppsName, err)
 	}
@@ -476,7 +476,7 @@ func (r *ppsRun) waitRecorded(ctx context.Context, since time.Time) (time.Time, 
 // watchRecorded watches the PPS from resourceVersion rv until it records every pod (true) or the watch ends
 // (false).
 func (r *ppsRun) watchRecorded(ctx context.Context, rv string, recorded *int, tick <-chan time.Time, since time.Time) (time.Time, bool) {
-	w, err := r.c.Watch(ctx, &kruisev1alpha1.PersistentPodStateList{}, &client.ListOptions{
+	w, err := r.c.Watch(ctx, &kruisev1beta1.PersistentPodStateList{}, &client.ListOptions{
 		Namespace:     ppsNamespace,
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", ppsName),
 		Raw:           &metav1.ListOptions{ResourceVersion: rv},
@@ -490,7 +490,7 @@ func (r *ppsRun) watchRecorded(ctx context.Context, rv string, recorded *int, ti
 		case <-tick:
 			r.logf("records: %d/%d after %s", *recorded, r.n, time.Since(since).Round(time.Second))
 		case ev, open := <-w.ResultChan():
-			pps, ok := ev.Object.(*kruisev1alpha1.PersistentPodState)
+			pps, ok := ev.Object.(*kruisev1beta1.PersistentPodState)
 			if !open || !ok || ev.Type == watch.Error || ev.Type == watch.Deleted {
 				return time.Time{}, false
 			}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/measure"
 	"github.com/drover-dev/drover/internal/persistentpodstate/core"
 )
@@ -278,12 +278,12 @@ func (r *ppsRun) replacePod(ctx context.Context, i int, node string) error {
 // the length of the object's JSON as the API server returns it, metadata.managedFields included: a custom
 // resource is stored as that JSON.
 func (r *ppsRun) size(ctx context.Context) error {
-	path := fmt.Sprintf("/apis/%s/namespaces/%s/persistentpodstates/%s", kruisev1alpha1.GroupVersion, ppsNamespace, ppsName)
+	path := fmt.Sprintf("/apis/%s/namespaces/%s/persistentpodstates/%s", kruisev1beta1.GroupVersion, ppsNamespace, ppsName)
 	body, err := r.cs.Discovery().RESTClient().Get().AbsPath(path).SetHeader("Accept", "application/json").DoRaw(ctx)
 	if err != nil {
 		return fmt.Errorf("reading PersistentPodState %s: %w", ppsName, err)
 	}
-	var pps kruisev1alpha1.PersistentPodState
+	var pps kruisev1beta1.PersistentPodState
 	if err := json.Unmarshal(body, &pps); err != nil {
 		return fmt.Errorf("decoding PersistentPodState %s: %w", ppsName, err)
 	}

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/measure"
 )
 
@@ -58,11 +58,11 @@ func TestPPSGatedPodIsTheSamePodHeldBack(t *testing.T) {
 }
 
 func TestSteeringProblem(t *testing.T) {
-	rec := kruisev1alpha1.PodState{NodeName: "n1", NodeTopologyLabels: map[string]string{
+	rec := kruisev1beta1.PodState{NodeName: "n1", NodeTopologyLabels: map[string]string{
 		corev1.LabelHostname: "n1", corev1.LabelTopologyZone: "z1"}}
 	steered := func(mods ...func(*corev1.Pod)) *corev1.Pod {
 		p := ppsPod("u", 1, "")
-		p.Annotations = map[string]string{kruisev1alpha1.AnnotationInjectedPersistentPodState: "big"}
+		p.Annotations = map[string]string{kruisev1beta1.AnnotationInjectedPersistentPodState: "big"}
 		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "n1"}
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
 			Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{

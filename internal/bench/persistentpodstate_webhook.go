@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/measure"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsmetrics"
 )
@@ -181,7 +181,7 @@ func (r *ppsRun) restorePods(ctx context.Context) error {
 // steering checks the pods the webhook rounds create against the PPS's records, so that the figures are
 // those of a webhook that steers, not of one that admits unchanged.
 type steering struct {
-	records map[string]kruisev1alpha1.PodState
+	records map[string]kruisev1beta1.PodState
 	pps     string
 	mu      sync.Mutex
 	wrong   []string // "pod: problem", of the current round
@@ -218,8 +218,8 @@ func (s *steering) report(r *ppsRun, label string, enabled bool) {
 // steeringProblem says how pod differs from what the webhook must have made of it: with the webhook on, the
 // injected annotation, its recorded node's hostname in nodeSelector and a preferred term on its recorded
 // zone; off, none of these. "" when it is right.
-func steeringProblem(pod *corev1.Pod, rec kruisev1alpha1.PodState, pps string, enabled bool) string {
-	_, marked := pod.Annotations[kruisev1alpha1.AnnotationInjectedPersistentPodState]
+func steeringProblem(pod *corev1.Pod, rec kruisev1beta1.PodState, pps string, enabled bool) string {
+	_, marked := pod.Annotations[kruisev1beta1.AnnotationInjectedPersistentPodState]
 	if !enabled {
 		if marked || len(pod.Spec.NodeSelector) > 0 || pod.Spec.Affinity != nil {
 			return "steered with the webhook off"
@@ -230,7 +230,7 @@ func steeringProblem(pod *corev1.Pod, rec kruisev1alpha1.PodState, pps string, e
 	switch {
 	case host == "" || zone == "":
 		return "no record with a hostname and a zone"
-	case pod.Annotations[kruisev1alpha1.AnnotationInjectedPersistentPodState] != pps:
+	case pod.Annotations[kruisev1beta1.AnnotationInjectedPersistentPodState] != pps:
 		return "not marked injected"
 	case pod.Spec.NodeSelector[corev1.LabelHostname] != host:
 		return fmt.Sprintf("nodeSelector %v, want %s=%s", pod.Spec.NodeSelector, corev1.LabelHostname, host)
@@ -277,11 +277,11 @@ func (r *ppsRun) scrapeBoth(ctx context.Context) (manager, apiserver []measure.S
 // setWebhook removes (enabled) or sets the namespace's opt-out label and waits until the API server acts on
 // it: a dry-run create of pod 0 (the webhook has no side effects on dry runs) comes back steered or not.
 func (r *ppsRun) setWebhook(ctx context.Context, enabled bool) error {
-	value := strconv.Quote(kruisev1alpha1.LabelValueDisabled)
+	value := strconv.Quote(kruisev1beta1.LabelValueDisabled)
 	if enabled {
 		value = "null"
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, kruisev1alpha1.LabelPersistentPodState, value)
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, kruisev1beta1.LabelPersistentPodState, value)
 	if _, err := r.cs.CoreV1().Namespaces().Patch(ctx, ppsNamespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("labelling namespace %s: %w", ppsNamespace, err)
 	}
@@ -294,7 +294,7 @@ func (r *ppsRun) setWebhook(ctx context.Context, enabled bool) error {
 		if err != nil {
 			return false, nil //nolint:nilerr // retried until the deadline
 		}
-		_, steered := got.Annotations[kruisev1alpha1.AnnotationInjectedPersistentPodState]
+		_, steered := got.Annotations[kruisev1beta1.AnnotationInjectedPersistentPodState]
 		return steered == enabled, nil
 	})
 	if err != nil {
@@ -313,7 +313,7 @@ func (r *ppsRun) webhookFigures(on, off webhookTally) {
 	r.figure("webhook_p99_ms", p99on, "ms", "pod create steered by the pod webhook, nearest rank")
 	r.figure("webhook_off_p50_ms", p50off, "ms", fmt.Sprintf(
 		"anchor: the same creates of the same pods with the namespace labelled %s=%s (the webhook is not called), alternating with the steered rounds (%.0f/s achieved)",
-		kruisev1alpha1.LabelPersistentPodState, kruisev1alpha1.LabelValueDisabled, off.rate()))
+		kruisev1beta1.LabelPersistentPodState, kruisev1beta1.LabelValueDisabled, off.rate()))
 	r.figure("webhook_off_p99_ms", p99off, "ms", "anchor, nearest rank")
 	added := p99on - p99off
 	verdict := "met"

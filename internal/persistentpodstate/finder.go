@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/core"
 	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
@@ -161,7 +161,7 @@ func (f *Finder) findUnstructured(ctx context.Context, namespace string, gk sche
 	if err := waitSynced(ctx, synced, f.SyncTimeout); err != nil {
 		return nil, &UnavailableError{Reason: ReasonTargetNotReadable, Message: fmt.Sprintf(
 			"the informer for %s has not synced within %s: the manager probably lacks get, list and watch on it "+
-				"(grant them with a ClusterRole labelled %s=true)", gk, f.SyncTimeout, kruisev1alpha1.LabelAggregateToManager)}
+				"(grant them with a ClusterRole labelled %s=true)", gk, f.SyncTimeout, kruisev1beta1.LabelAggregateToManager)}
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsindex"
 	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 	"github.com/drover-dev/drover/internal/testutil"
@@ -150,7 +150,7 @@ type fixtureOptions struct {
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: o.objs, Indexes: ppsindex.Indexes(),
-		StatusSubresource: []client.Object{&kruisev1alpha1.PersistentPodState{}}, Hooks: o.hooks})
+		StatusSubresource: []client.Object{&kruisev1beta1.PersistentPodState{}}, Hooks: o.hooks})
 	f := &fixture{fc: fc, rec: newRecorder(), wl: o.whitelist}
 	if f.wl == nil {
 		f.wl = whitelist.Empty()
@@ -191,9 +191,9 @@ func (f *fixture) mustReconcile(t *testing.T, name string) {
 }
 
 // status returns the stored status of a PPS.
-func (f *fixture) status(t *testing.T, name string) kruisev1alpha1.PersistentPodStateStatus {
+func (f *fixture) status(t *testing.T, name string) kruisev1beta1.PersistentPodStateStatus {
 	t.Helper()
-	pps := &kruisev1alpha1.PersistentPodState{}
+	pps := &kruisev1beta1.PersistentPodState{}
 	if err := f.fc.Inner.Get(context.Background(), types.NamespacedName{Namespace: testNS, Name: name}, pps); err != nil {
 		t.Fatalf("getting PPS %s: %v", name, err)
 	}

@@ -16,7 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 )
@@ -80,7 +80,7 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 		return ctrl.Result{}, err // gone or going: garbage collection removes the owned PPS
 	}
 	desired, problem := DesiredPPS(w.Object, w.APIVersion, w.GK.Kind)
-	existing := &kruisev1alpha1.PersistentPodState{}
+	existing := &kruisev1beta1.PersistentPodState{}
 	err = g.cfg.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, existing)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("reading PersistentPodState %s/%s: %w", key.Namespace, key.Name, err)
@@ -89,13 +89,13 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 	var ev kit.Events
 	defer ev.Emit(g.cfg.Recorder, w.Object)
 	if problem != "" {
-		ev.Warning(kruisev1alpha1.ReasonInvalidPersistentPodStateAnnotations, generatorEventsAction, nil, "%s", problem)
+		ev.Warning(kruisev1beta1.ReasonInvalidPersistentPodStateAnnotations, generatorEventsAction, nil, "%s", problem)
 	}
 	owned := found && ownedBy(existing, w.UID)
 	switch {
 	case found && !owned:
 		if desired != nil {
-			ev.Warning(kruisev1alpha1.ReasonPersistentPodStateNotOwned, generatorEventsAction, existing,
+			ev.Warning(kruisev1beta1.ReasonPersistentPodStateNotOwned, generatorEventsAction, existing,
 				"PersistentPodState %s exists and is not owned by this workload: drover leaves it alone", key.Name)
 		}
 		return ctrl.Result{}, nil
@@ -105,7 +105,7 @@ func (g *Generator) Reconcile(ctx context.Context, key WorkloadKey) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if errs := validateGenerated(desired); len(errs) > 0 {
-		ev.Warning(kruisev1alpha1.ReasonInvalidPersistentPodStateAnnotations, generatorEventsAction, nil,
+		ev.Warning(kruisev1beta1.ReasonInvalidPersistentPodStateAnnotations, generatorEventsAction, nil,
 			"the kruise.io annotations describe an invalid PersistentPodState: %s", errs.ToAggregate().Error())
 		return ctrl.Result{}, nil
 	}
@@ -138,14 +138,14 @@ func (g *Generator) result(key WorkloadKey, err error) (ctrl.Result, error) {
 }
 
 // refused reports a write the API server refused on the workload, and returns errRefused.
-func refused(ev *kit.Events, verb string, pps *kruisev1alpha1.PersistentPodState, err error) error {
-	ev.Warning(kruisev1alpha1.ReasonPersistentPodStateRefused, generatorEventsAction, nil,
+func refused(ev *kit.Events, verb string, pps *kruisev1beta1.PersistentPodState, err error) error {
+	ev.Warning(kruisev1beta1.ReasonPersistentPodStateRefused, generatorEventsAction, nil,
 		"the API server refused to %s PersistentPodState %s from the workload's annotations: %v; drover tries again when they change",
 		verb, pps.Name, err)
 	return errRefused
 }
 
-func (g *Generator) create(ctx context.Context, desired *kruisev1alpha1.PersistentPodState, ev *kit.Events) error {
+func (g *Generator) create(ctx context.Context, desired *kruisev1beta1.PersistentPodState, ev *kit.Events) error {
 	if err := g.cfg.Client.Create(ctx, desired); err != nil {
 		if kit.Harmless(err) {
 			return nil
@@ -158,11 +158,11 @@ func (g *Generator) create(ctx context.Context, desired *kruisev1alpha1.Persiste
 		}
 		return fmt.Errorf("creating PersistentPodState %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
-	ev.Normal(kruisev1alpha1.ReasonPersistentPodStateCreated, generatorEventsAction, desired, "created PersistentPodState %s from the workload's annotations", desired.Name)
+	ev.Normal(kruisev1beta1.ReasonPersistentPodStateCreated, generatorEventsAction, desired, "created PersistentPodState %s from the workload's annotations", desired.Name)
 	return nil
 }
 
-func (g *Generator) update(ctx context.Context, existing, desired *kruisev1alpha1.PersistentPodState, ev *kit.Events) error {
+func (g *Generator) update(ctx context.Context, existing, desired *kruisev1beta1.PersistentPodState, ev *kit.Events) error {
 	if managedEqual(existing, desired) {
 		return nil
 	}
@@ -177,11 +177,11 @@ func (g *Generator) update(ctx context.Context, existing, desired *kruisev1alpha
 		}
 		return fmt.Errorf("updating PersistentPodState %s/%s: %w", existing.Namespace, existing.Name, err)
 	}
-	ev.Normal(kruisev1alpha1.ReasonPersistentPodStateUpdated, generatorEventsAction, updated, "updated PersistentPodState %s from the workload's annotations", updated.Name)
+	ev.Normal(kruisev1beta1.ReasonPersistentPodStateUpdated, generatorEventsAction, updated, "updated PersistentPodState %s from the workload's annotations", updated.Name)
 	return nil
 }
 
-func (g *Generator) delete(ctx context.Context, existing *kruisev1alpha1.PersistentPodState, ev *kit.Events) error {
+func (g *Generator) delete(ctx context.Context, existing *kruisev1beta1.PersistentPodState, ev *kit.Events) error {
 	// The UID precondition makes sure the object deleted is the one whose ownership was checked.
 	err := g.cfg.Client.Delete(ctx, existing, client.Preconditions{UID: ptr.To(existing.UID), ResourceVersion: ptr.To(existing.ResourceVersion)})
 	if err != nil {
@@ -193,13 +193,13 @@ func (g *Generator) delete(ctx context.Context, existing *kruisev1alpha1.Persist
 		}
 		return fmt.Errorf("deleting PersistentPodState %s/%s: %w", existing.Namespace, existing.Name, err)
 	}
-	ev.Normal(kruisev1alpha1.ReasonPersistentPodStateDeleted, generatorEventsAction, nil,
+	ev.Normal(kruisev1beta1.ReasonPersistentPodStateDeleted, generatorEventsAction, nil,
 		"deleted PersistentPodState %s: the workload's annotations no longer ask for one", existing.Name)
 	return nil
 }
 
 // ownedBy reports whether pps has a controller ownerReference with uid.
-func ownedBy(pps *kruisev1alpha1.PersistentPodState, uid types.UID) bool {
+func ownedBy(pps *kruisev1beta1.PersistentPodState, uid types.UID) bool {
 	ref := metav1.GetControllerOfNoCopy(pps)
 	return ref != nil && ref.UID == uid
 }
@@ -210,52 +210,52 @@ func ownedBy(pps *kruisev1alpha1.PersistentPodState, uid types.UID) bool {
 // is needed on custom kinds), targets it, and has a required term, one preferred term of weight 100 and the
 // persisted annotation keys as the annotations list them, with no retention policy. problem is set when
 // auto-generation is on but no topology key is listed.
-func DesiredPPS(workload client.Object, apiVersion, kind string) (desired *kruisev1alpha1.PersistentPodState, problem string) {
+func DesiredPPS(workload client.Object, apiVersion, kind string) (desired *kruisev1beta1.PersistentPodState, problem string) {
 	ann := workload.GetAnnotations()
-	if ann[kruisev1alpha1.AnnotationAutoGeneratePersistentPodState] != "true" {
+	if ann[kruisev1beta1.AnnotationAutoGeneratePersistentPodState] != "true" {
 		return nil, ""
 	}
-	required := kruisev1alpha1.ParseCommaList(ann[kruisev1alpha1.AnnotationRequiredPersistentTopology])
-	preferred := kruisev1alpha1.ParseCommaList(ann[kruisev1alpha1.AnnotationPreferredPersistentTopology])
+	required := kruisev1beta1.ParseCommaList(ann[kruisev1beta1.AnnotationRequiredPersistentTopology])
+	preferred := kruisev1beta1.ParseCommaList(ann[kruisev1beta1.AnnotationPreferredPersistentTopology])
 	if len(required) == 0 && len(preferred) == 0 {
 		return nil, fmt.Sprintf("%s is \"true\" but neither %s nor %s lists a node label key: no PersistentPodState is generated",
-			kruisev1alpha1.AnnotationAutoGeneratePersistentPodState, kruisev1alpha1.AnnotationRequiredPersistentTopology,
-			kruisev1alpha1.AnnotationPreferredPersistentTopology)
+			kruisev1beta1.AnnotationAutoGeneratePersistentPodState, kruisev1beta1.AnnotationRequiredPersistentTopology,
+			kruisev1beta1.AnnotationPreferredPersistentTopology)
 	}
-	pps := &kruisev1alpha1.PersistentPodState{
+	pps := &kruisev1beta1.PersistentPodState{
 		ObjectMeta: metav1.ObjectMeta{Name: workload.GetName(), Namespace: workload.GetNamespace(),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: workload.GetName(),
 				UID: workload.GetUID(), Controller: ptr.To(true)}}},
-		Spec: kruisev1alpha1.PersistentPodStateSpec{
-			TargetRef: kruisev1alpha1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: workload.GetName()},
+		Spec: kruisev1beta1.PersistentPodStateSpec{
+			TargetRef: kruisev1beta1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: workload.GetName()},
 		},
 	}
 	if len(required) > 0 {
-		pps.Spec.RequiredPersistentTopology = &kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: required}
+		pps.Spec.RequiredPersistentTopology = &kruisev1beta1.NodeTopologyTerm{Keys: required}
 	}
 	if len(preferred) > 0 {
-		pps.Spec.PreferredPersistentTopology = []kruisev1alpha1.PreferredTopologyTerm{{
-			Weight: kruisev1alpha1.GeneratedPreferredWeight, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: preferred}}}
+		pps.Spec.PreferredPersistentTopology = []kruisev1beta1.PreferredTopologyTerm{{
+			Weight: kruisev1beta1.GeneratedPreferredWeight, Preference: kruisev1beta1.NodeTopologyTerm{Keys: preferred}}}
 	}
-	for _, k := range kruisev1alpha1.ParseCommaList(ann[kruisev1alpha1.AnnotationPersistentPodAnnotations]) {
-		pps.Spec.PersistentPodAnnotations = append(pps.Spec.PersistentPodAnnotations, kruisev1alpha1.PersistentPodAnnotation{Key: k})
+	for _, k := range kruisev1beta1.ParseCommaList(ann[kruisev1beta1.AnnotationPersistentPodAnnotations]) {
+		pps.Spec.PersistentPodAnnotations = append(pps.Spec.PersistentPodAnnotations, kruisev1beta1.PersistentPodAnnotation{Key: k})
 	}
-	if v, ok := ann[kruisev1alpha1.AnnotationRestorePersistentPodAnnotations]; ok {
-		pps.Annotations = map[string]string{kruisev1alpha1.AnnotationRestorePersistentPodAnnotations: v}
+	if v, ok := ann[kruisev1beta1.AnnotationRestorePersistentPodAnnotations]; ok {
+		pps.Annotations = map[string]string{kruisev1beta1.AnnotationRestorePersistentPodAnnotations: v}
 	}
 	return pps, ""
 }
 
 // validateGenerated runs the admission rules on a generated PPS (its kind is supported and its name is its
 // own, so only the shape is checked): an invalid label key in an annotation is reported, not sent.
-func validateGenerated(pps *kruisev1alpha1.PersistentPodState) field.ErrorList {
-	return kruisev1alpha1.ValidatePersistentPodState(pps, nil, nil, func(schema.GroupKind) bool { return true })
+func validateGenerated(pps *kruisev1beta1.PersistentPodState) field.ErrorList {
+	return kruisev1beta1.ValidatePersistentPodState(pps, nil, nil, func(schema.GroupKind) bool { return true })
 }
 
 // managedEqual reports whether the fields the annotations manage are equal.
-func managedEqual(a, b *kruisev1alpha1.PersistentPodState) bool {
-	av, aok := a.Annotations[kruisev1alpha1.AnnotationRestorePersistentPodAnnotations]
-	bv, bok := b.Annotations[kruisev1alpha1.AnnotationRestorePersistentPodAnnotations]
+func managedEqual(a, b *kruisev1beta1.PersistentPodState) bool {
+	av, aok := a.Annotations[kruisev1beta1.AnnotationRestorePersistentPodAnnotations]
+	bv, bok := b.Annotations[kruisev1beta1.AnnotationRestorePersistentPodAnnotations]
 	return av == bv && aok == bok &&
 		equality.Semantic.DeepEqual(a.Spec.RequiredPersistentTopology, b.Spec.RequiredPersistentTopology) &&
 		equality.Semantic.DeepEqual(a.Spec.PreferredPersistentTopology, b.Spec.PreferredPersistentTopology) &&
@@ -264,21 +264,21 @@ func managedEqual(a, b *kruisev1alpha1.PersistentPodState) bool {
 
 // setManaged copies the managed fields of from into to: the topology terms, the persisted annotation keys
 // and the restore annotation (removed when from has none).
-func setManaged(to, from *kruisev1alpha1.PersistentPodState) {
+func setManaged(to, from *kruisev1beta1.PersistentPodState) {
 	to.Spec.RequiredPersistentTopology = from.Spec.RequiredPersistentTopology.DeepCopy()
 	to.Spec.PreferredPersistentTopology = nil
 	for _, t := range from.Spec.PreferredPersistentTopology {
 		to.Spec.PreferredPersistentTopology = append(to.Spec.PreferredPersistentTopology, *t.DeepCopy())
 	}
-	to.Spec.PersistentPodAnnotations = append([]kruisev1alpha1.PersistentPodAnnotation(nil), from.Spec.PersistentPodAnnotations...)
-	v, ok := from.Annotations[kruisev1alpha1.AnnotationRestorePersistentPodAnnotations]
+	to.Spec.PersistentPodAnnotations = append([]kruisev1beta1.PersistentPodAnnotation(nil), from.Spec.PersistentPodAnnotations...)
+	v, ok := from.Annotations[kruisev1beta1.AnnotationRestorePersistentPodAnnotations]
 	switch {
 	case ok:
 		if to.Annotations == nil {
 			to.Annotations = map[string]string{}
 		}
-		to.Annotations[kruisev1alpha1.AnnotationRestorePersistentPodAnnotations] = v
+		to.Annotations[kruisev1beta1.AnnotationRestorePersistentPodAnnotations] = v
 	default:
-		delete(to.Annotations, kruisev1alpha1.AnnotationRestorePersistentPodAnnotations)
+		delete(to.Annotations, kruisev1beta1.AnnotationRestorePersistentPodAnnotations)
 	}
 }

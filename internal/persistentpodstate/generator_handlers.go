@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 )
 
@@ -18,11 +18,11 @@ type workloadQueue = workqueue.TypedRateLimitingInterface[WorkloadKey]
 
 // generatorAnnotations are the workload annotations the generator reads.
 var generatorAnnotations = []string{
-	kruisev1alpha1.AnnotationAutoGeneratePersistentPodState,
-	kruisev1alpha1.AnnotationRequiredPersistentTopology,
-	kruisev1alpha1.AnnotationPreferredPersistentTopology,
-	kruisev1alpha1.AnnotationPersistentPodAnnotations,
-	kruisev1alpha1.AnnotationRestorePersistentPodAnnotations,
+	kruisev1beta1.AnnotationAutoGeneratePersistentPodState,
+	kruisev1beta1.AnnotationRequiredPersistentTopology,
+	kruisev1beta1.AnnotationPreferredPersistentTopology,
+	kruisev1beta1.AnnotationPersistentPodAnnotations,
+	kruisev1beta1.AnnotationRestorePersistentPodAnnotations,
 }
 
 // generatorWorkloadHandler asks the generator about a workload when it appears (a new workload, or every
@@ -93,8 +93,8 @@ func (generatorPPSHandler) Create(context.Context, event.TypedCreateEvent[client
 }
 
 func (generatorPPSHandler) Update(_ context.Context, e event.TypedUpdateEvent[client.Object], q workloadQueue) {
-	oldPPS, ok1 := e.ObjectOld.(*kruisev1alpha1.PersistentPodState)
-	newPPS, ok2 := e.ObjectNew.(*kruisev1alpha1.PersistentPodState)
+	oldPPS, ok1 := e.ObjectOld.(*kruisev1beta1.PersistentPodState)
+	newPPS, ok2 := e.ObjectNew.(*kruisev1beta1.PersistentPodState)
 	if !ok1 || !ok2 || managedEqual(oldPPS, newPPS) {
 		return
 	}
@@ -113,8 +113,8 @@ func (generatorPPSHandler) Delete(_ context.Context, e event.TypedDeleteEvent[cl
 	if owned {
 		q.Add(owner)
 	}
-	if pps, ok := e.Object.(*kruisev1alpha1.PersistentPodState); ok {
-		if gk, err := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef); err == nil && pps.Spec.TargetRef.Name != "" {
+	if pps, ok := e.Object.(*kruisev1beta1.PersistentPodState); ok {
+		if gk, err := kruisev1beta1.TargetGroupKind(pps.Spec.TargetRef); err == nil && pps.Spec.TargetRef.Name != "" {
 			if target := (WorkloadKey{Group: gk.Group, Kind: gk.Kind, Namespace: pps.Namespace, Name: pps.Spec.TargetRef.Name}); !owned || target != owner {
 				q.Add(target)
 			}

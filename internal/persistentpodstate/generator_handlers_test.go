@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 	"github.com/drover-dev/drover/internal/testutil"
 )
@@ -90,17 +90,17 @@ func TestGeneratorPPSHandler(t *testing.T) {
 	}
 	free := func() *testutil.PPSWrapper { return testutil.MakePPS("web", testNS, "web").Required(zoneKey) }
 	tests := map[string]struct {
-		old, new *kruisev1alpha1.PersistentPodState
+		old, new *kruisev1beta1.PersistentPodState
 		want     []WorkloadKey
 	}{
-		"required keys changed":    {old: owned().Obj(), new: owned().Required(hostKey).Obj(), want: []WorkloadKey{stsKey}},
-		"preferred term added":     {old: owned().Obj(), new: owned().Preferred(10, hostKey).Obj(), want: []WorkloadKey{stsKey}},
-		"persisted keys changed":   {old: owned().Obj(), new: owned().PersistAnnotations(ipKey).Obj(), want: []WorkloadKey{stsKey}},
-		"restore annotation added": {old: owned().Obj(), new: owned().Annotation(annRestore, "true").Obj(), want: []WorkloadKey{stsKey}},
-		"retention policy changed": {old: owned().Obj(), new: owned().Retention(kruisev1alpha1.RetainWhenDeleted).Obj()},
-		"status changed":           {old: owned().Obj(), new: owned().State("web-0", "n1", nil, nil).Obj()},
-		"other annotation changed": {old: owned().Obj(), new: owned().Annotation("user", "x").Obj()},
-		"no controller, spec edit": {old: free().Obj(), new: free().Required(hostKey).Obj()},
+		"required keys changed":    {old: owned().Hub(), new: owned().Required(hostKey).Hub(), want: []WorkloadKey{stsKey}},
+		"preferred term added":     {old: owned().Hub(), new: owned().Preferred(10, hostKey).Hub(), want: []WorkloadKey{stsKey}},
+		"persisted keys changed":   {old: owned().Hub(), new: owned().PersistAnnotations(ipKey).Hub(), want: []WorkloadKey{stsKey}},
+		"restore annotation added": {old: owned().Hub(), new: owned().Annotation(annRestore, "true").Hub(), want: []WorkloadKey{stsKey}},
+		"retention policy changed": {old: owned().Hub(), new: owned().Retention(kruisev1beta1.RetainWhenDeleted).Hub()},
+		"status changed":           {old: owned().Hub(), new: owned().State("web-0", "n1", nil, nil).Hub()},
+		"other annotation changed": {old: owned().Hub(), new: owned().Annotation("user", "x").Hub()},
+		"no controller, spec edit": {old: free().Hub(), new: free().Required(hostKey).Hub()},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -113,14 +113,14 @@ func TestGeneratorPPSHandler(t *testing.T) {
 	}
 
 	deletes := map[string]struct {
-		pps  *kruisev1alpha1.PersistentPodState
+		pps  *kruisev1beta1.PersistentPodState
 		want []WorkloadKey
 	}{
-		"owned by a StatefulSet": {pps: owned().Obj(), want: []WorkloadKey{stsKey}},
+		"owned by a StatefulSet": {pps: owned().Hub(), want: []WorkloadKey{stsKey}},
 		// The deleted PPS's target is asked about too: its own generated PPS may have been refused.
-		"owned by a custom kind, targeting the StatefulSet": {pps: free().ControlledBy("demo.drover.dev/v1alpha1", "KVStore", "kv", "kv-uid").Obj(),
+		"owned by a custom kind, targeting the StatefulSet": {pps: free().ControlledBy("demo.drover.dev/v1alpha1", "KVStore", "kv", "kv-uid").Hub(),
 			want: []WorkloadKey{{Group: kvGVK.Group, Kind: kvGVK.Kind, Namespace: testNS, Name: "kv"}, stsKey}},
-		"no controller": {pps: free().Obj(), want: []WorkloadKey{stsKey}},
+		"no controller": {pps: free().Hub(), want: []WorkloadKey{stsKey}},
 	}
 	for name, tc := range deletes {
 		t.Run("delete, "+name, func(t *testing.T) {

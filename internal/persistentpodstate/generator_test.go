@@ -18,18 +18,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsindex"
 	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 	"github.com/drover-dev/drover/internal/testutil"
 )
 
 const (
-	annAuto      = kruisev1alpha1.AnnotationAutoGeneratePersistentPodState
-	annRequired  = kruisev1alpha1.AnnotationRequiredPersistentTopology
-	annPreferred = kruisev1alpha1.AnnotationPreferredPersistentTopology
-	annPersist   = kruisev1alpha1.AnnotationPersistentPodAnnotations
-	annRestore   = kruisev1alpha1.AnnotationRestorePersistentPodAnnotations
+	annAuto      = kruisev1beta1.AnnotationAutoGeneratePersistentPodState
+	annRequired  = kruisev1beta1.AnnotationRequiredPersistentTopology
+	annPreferred = kruisev1beta1.AnnotationPreferredPersistentTopology
+	annPersist   = kruisev1beta1.AnnotationPersistentPodAnnotations
+	annRestore   = kruisev1beta1.AnnotationRestorePersistentPodAnnotations
 )
 
 var stsKey = WorkloadKey{Group: "apps", Kind: "StatefulSet", Namespace: testNS, Name: "web"}
@@ -50,7 +50,7 @@ func newGenFixture(t *testing.T, objs ...client.Object) *genFixture {
 func newGenFixtureWithHooks(t *testing.T, hooks interceptor.Funcs, objs ...client.Object) *genFixture {
 	t.Helper()
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: objs, Indexes: ppsindex.Indexes(),
-		StatusSubresource: []client.Object{&kruisev1alpha1.PersistentPodState{}}, Hooks: hooks})
+		StatusSubresource: []client.Object{&kruisev1beta1.PersistentPodState{}}, Hooks: hooks})
 	snap := kvWhitelist(t, "")
 	wl := func() *whitelist.Snapshot { return snap }
 	rec := newRecorder()
@@ -67,9 +67,9 @@ func (f *genFixture) reconcile(t *testing.T, key WorkloadKey) {
 }
 
 // pps returns the stored PPS name, or nil when there is none.
-func (f *genFixture) pps(t *testing.T, name string) *kruisev1alpha1.PersistentPodState {
+func (f *genFixture) pps(t *testing.T, name string) *kruisev1beta1.PersistentPodState {
 	t.Helper()
-	pps := &kruisev1alpha1.PersistentPodState{}
+	pps := &kruisev1beta1.PersistentPodState{}
 	err := f.fc.Inner.Get(context.Background(), types.NamespacedName{Namespace: testNS, Name: name}, pps)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -84,10 +84,10 @@ func (f *genFixture) pps(t *testing.T, name string) *kruisev1alpha1.PersistentPo
 type generated struct {
 	Owners      []metav1.OwnerReference
 	Annotations map[string]string
-	Spec        kruisev1alpha1.PersistentPodStateSpec
+	Spec        kruisev1beta1.PersistentPodStateSpec
 }
 
-func generatedOf(p *kruisev1alpha1.PersistentPodState) *generated {
+func generatedOf(p *kruisev1beta1.PersistentPodState) *generated {
 	if p == nil {
 		return nil
 	}
@@ -110,13 +110,13 @@ var fullAnnotations = map[string]string{annAuto: "true", annRequired: " " + zone
 // blockOwnerDeletion, targets it, and carries the annotations' keys (trimmed, deduplicated), a preferred
 // term of weight 100 and the restore annotation. A second pass writes nothing.
 func TestGeneratorCreates(t *testing.T) {
-	wantSpec := func(apiVersion, kind, name string) kruisev1alpha1.PersistentPodStateSpec {
-		return kruisev1alpha1.PersistentPodStateSpec{
-			TargetRef:                  kruisev1alpha1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name},
-			RequiredPersistentTopology: &kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{zoneKey}},
-			PreferredPersistentTopology: []kruisev1alpha1.PreferredTopologyTerm{{Weight: 100,
-				Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{hostKey}}}},
-			PersistentPodAnnotations: []kruisev1alpha1.PersistentPodAnnotation{{Key: ipKey}},
+	wantSpec := func(apiVersion, kind, name string) kruisev1beta1.PersistentPodStateSpec {
+		return kruisev1beta1.PersistentPodStateSpec{
+			TargetRef:                  kruisev1beta1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name},
+			RequiredPersistentTopology: &kruisev1beta1.NodeTopologyTerm{Keys: []string{zoneKey}},
+			PreferredPersistentTopology: []kruisev1beta1.PreferredTopologyTerm{{Weight: 100,
+				Preference: kruisev1beta1.NodeTopologyTerm{Keys: []string{hostKey}}}},
+			PersistentPodAnnotations: []kruisev1beta1.PersistentPodAnnotation{{Key: ipKey}},
 		}
 	}
 	kv := makeUnstructured(kvGVK, "kv", "kv-uid", map[string]any{"replicas": int64(1)})
@@ -180,18 +180,18 @@ func TestGeneratorRecreatesDeletedPPS(t *testing.T) {
 // annotation): a hand-set retention policy, other annotations and the status survive.
 func TestGeneratorUpdatesManagedFieldsOnly(t *testing.T) {
 	existing := testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).
-		Required("old-key").Preferred(50, "other-key").Retention(kruisev1alpha1.RetainWhenDeleted).
+		Required("old-key").Preferred(50, "other-key").Retention(kruisev1beta1.RetainWhenDeleted).
 		Annotation("user", "keep").Annotation(annRestore, "true").
-		State("web-0", "n1", map[string]string{"old-key": "v"}, nil).Obj()
+		State("web-0", "n1", map[string]string{"old-key": "v"}, nil).Hub()
 	ann := map[string]string{annAuto: "true", annRequired: zoneKey}
 	f := newGenFixture(t, annotatedSTS(ann).Obj(), existing)
 	f.reconcile(t, stsKey)
 
 	got := f.pps(t, "web")
 	want := &generated{Owners: existing.OwnerReferences, Annotations: map[string]string{"user": "keep"},
-		Spec: kruisev1alpha1.PersistentPodStateSpec{TargetRef: existing.Spec.TargetRef,
-			RequiredPersistentTopology:        &kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{zoneKey}},
-			PersistentPodStateRetentionPolicy: kruisev1alpha1.RetainWhenDeleted}}
+		Spec: kruisev1beta1.PersistentPodStateSpec{TargetRef: existing.Spec.TargetRef,
+			RequiredPersistentTopology:        &kruisev1beta1.NodeTopologyTerm{Keys: []string{zoneKey}},
+			PersistentPodStateRetentionPolicy: kruisev1beta1.RetainWhenDeleted}}
 	if diff := cmp.Diff(want, generatedOf(got)); diff != "" {
 		t.Errorf("updated PPS (-want +got):\n%s", diff)
 	}
@@ -217,33 +217,33 @@ func TestGeneratorOwnership(t *testing.T) {
 	owned := func() *testutil.PPSWrapper {
 		return testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required("old-key")
 	}
-	notController := owned().Obj()
+	notController := owned().Hub()
 	notController.OwnerReferences[0].Controller = nil
 	tests := map[string]struct {
 		annotations map[string]string
-		existing    *kruisev1alpha1.PersistentPodState
+		existing    *kruisev1beta1.PersistentPodState
 		wantGone    bool
 		wantWrites  map[string]int
 		wantEvents  []string
 	}{
 		"owned, auto-generation removed: deleted": {annotations: map[string]string{annRequired: zoneKey},
-			existing: owned().Obj(), wantGone: true, wantWrites: map[string]int{"delete PersistentPodState": 1},
+			existing: owned().Hub(), wantGone: true, wantWrites: map[string]int{"delete PersistentPodState": 1},
 			wantEvents: []string{"PersistentPodStateDeleted on *v1.StatefulSet web"}},
 		"owned, auto-generation not exactly true: deleted": {annotations: map[string]string{annAuto: "True", annRequired: zoneKey},
-			existing: owned().Obj(), wantGone: true, wantWrites: map[string]int{"delete PersistentPodState": 1},
+			existing: owned().Hub(), wantGone: true, wantWrites: map[string]int{"delete PersistentPodState": 1},
 			wantEvents: []string{"PersistentPodStateDeleted on *v1.StatefulSet web"}},
 		"owned, no topology key left: deleted with a Warning": {annotations: map[string]string{annAuto: "true", annPersist: ipKey},
-			existing: owned().Obj(), wantGone: true, wantWrites: map[string]int{"delete PersistentPodState": 1},
+			existing: owned().Hub(), wantGone: true, wantWrites: map[string]int{"delete PersistentPodState": 1},
 			wantEvents: []string{"InvalidPersistentPodStateAnnotations on *v1.StatefulSet web", "PersistentPodStateDeleted on *v1.StatefulSet web"}},
 		"owned by another workload, auto-generation on": {annotations: map[string]string{annAuto: "true", annRequired: zoneKey},
-			existing:   testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", "old-uid").Required("old-key").Obj(),
+			existing:   testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", "old-uid").Required("old-key").Hub(),
 			wantEvents: []string{"PersistentPodStateNotOwned on *v1.StatefulSet web"}},
 		"no owner, auto-generation on": {annotations: map[string]string{annAuto: "true", annRequired: zoneKey},
-			existing: testutil.MakePPS("web", testNS, "web").Required("old-key").Obj(), wantEvents: []string{"PersistentPodStateNotOwned on *v1.StatefulSet web"}},
+			existing: testutil.MakePPS("web", testNS, "web").Required("old-key").Hub(), wantEvents: []string{"PersistentPodStateNotOwned on *v1.StatefulSet web"}},
 		"owner reference that is not a controller, auto-generation on": {annotations: map[string]string{annAuto: "true", annRequired: zoneKey},
 			existing: notController, wantEvents: []string{"PersistentPodStateNotOwned on *v1.StatefulSet web"}},
 		"no owner, auto-generation off": {annotations: map[string]string{annRequired: zoneKey},
-			existing: testutil.MakePPS("web", testNS, "web").Required("old-key").Obj()},
+			existing: testutil.MakePPS("web", testNS, "web").Required("old-key").Hub()},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -285,11 +285,11 @@ func TestGeneratorInvalidAnnotations(t *testing.T) {
 		"invalid label key":                {annotations: map[string]string{annAuto: "true", annRequired: "bad key!"}},
 		"invalid persisted annotation key": {annotations: map[string]string{annAuto: "true", annPreferred: zoneKey, annPersist: "bad key!"}},
 		"more topology keys than a PersistentPodState holds": {annotations: map[string]string{annAuto: "true",
-			annRequired: manyKeys(kruisev1alpha1.MaxTopologyKeys + 8)}},
+			annRequired: manyKeys(kruisev1beta1.MaxTopologyKeys + 8)}},
 		"more persisted annotations than a PersistentPodState holds": {annotations: map[string]string{annAuto: "true",
-			annPreferred: zoneKey, annPersist: manyKeys(kruisev1alpha1.MaxPersistentPodAnnotations + 1)}},
+			annPreferred: zoneKey, annPersist: manyKeys(kruisev1beta1.MaxPersistentPodAnnotations + 1)}},
 		"invalid label key with an owned PPS": {annotations: map[string]string{annAuto: "true", annRequired: "bad key!"},
-			existing: testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required(zoneKey).Obj()},
+			existing: testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required(zoneKey).Hub()},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -348,27 +348,27 @@ func TestGeneratorSkips(t *testing.T) {
 
 func TestDesiredPPS(t *testing.T) {
 	owner := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: stsUID, Controller: ptr.To(true)}}
-	base := func() *kruisev1alpha1.PersistentPodState {
-		return &kruisev1alpha1.PersistentPodState{
+	base := func() *kruisev1beta1.PersistentPodState {
+		return &kruisev1beta1.PersistentPodState{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: testNS, OwnerReferences: owner},
-			Spec: kruisev1alpha1.PersistentPodStateSpec{
-				TargetRef: kruisev1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web"}},
+			Spec: kruisev1beta1.PersistentPodStateSpec{
+				TargetRef: kruisev1beta1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web"}},
 		}
 	}
-	with := func(f func(p *kruisev1alpha1.PersistentPodState)) *kruisev1alpha1.PersistentPodState {
+	with := func(f func(p *kruisev1beta1.PersistentPodState)) *kruisev1beta1.PersistentPodState {
 		p := base()
 		f(p)
 		return p
 	}
-	required := func(keys ...string) *kruisev1alpha1.NodeTopologyTerm {
-		return &kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: keys}
+	required := func(keys ...string) *kruisev1beta1.NodeTopologyTerm {
+		return &kruisev1beta1.NodeTopologyTerm{Keys: keys}
 	}
-	preferred := func(keys ...string) []kruisev1alpha1.PreferredTopologyTerm {
-		return []kruisev1alpha1.PreferredTopologyTerm{{Weight: 100, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: keys}}}
+	preferred := func(keys ...string) []kruisev1beta1.PreferredTopologyTerm {
+		return []kruisev1beta1.PreferredTopologyTerm{{Weight: 100, Preference: kruisev1beta1.NodeTopologyTerm{Keys: keys}}}
 	}
 	tests := map[string]struct {
 		annotations map[string]string
-		want        *kruisev1alpha1.PersistentPodState
+		want        *kruisev1beta1.PersistentPodState
 		wantProblem bool
 	}{
 		"no annotations":                        {},
@@ -378,18 +378,18 @@ func TestDesiredPPS(t *testing.T) {
 		"auto-generation without topology keys": {annotations: map[string]string{annAuto: "true", annPersist: ipKey}, wantProblem: true},
 		"topology lists of blanks and commas":   {annotations: map[string]string{annAuto: "true", annRequired: " ,, ", annPreferred: " "}, wantProblem: true},
 		"required only, trimmed and deduplicated": {annotations: map[string]string{annAuto: "true", annRequired: " b , a,,b "},
-			want: with(func(p *kruisev1alpha1.PersistentPodState) { p.Spec.RequiredPersistentTopology = required("b", "a") })},
+			want: with(func(p *kruisev1beta1.PersistentPodState) { p.Spec.RequiredPersistentTopology = required("b", "a") })},
 		"preferred only, one term of weight 100": {annotations: map[string]string{annAuto: "true", annPreferred: "a, b"},
-			want: with(func(p *kruisev1alpha1.PersistentPodState) { p.Spec.PreferredPersistentTopology = preferred("a", "b") })},
+			want: with(func(p *kruisev1beta1.PersistentPodState) { p.Spec.PreferredPersistentTopology = preferred("a", "b") })},
 		"everything": {annotations: map[string]string{annAuto: "true", annRequired: "a", annPreferred: "b", annPersist: " x, y ,x", annRestore: "true"},
-			want: with(func(p *kruisev1alpha1.PersistentPodState) {
+			want: with(func(p *kruisev1beta1.PersistentPodState) {
 				p.Spec.RequiredPersistentTopology = required("a")
 				p.Spec.PreferredPersistentTopology = preferred("b")
-				p.Spec.PersistentPodAnnotations = []kruisev1alpha1.PersistentPodAnnotation{{Key: "x"}, {Key: "y"}}
+				p.Spec.PersistentPodAnnotations = []kruisev1beta1.PersistentPodAnnotation{{Key: "x"}, {Key: "y"}}
 				p.Annotations = map[string]string{annRestore: "true"}
 			})},
 		"restore annotation copied whatever its value": {annotations: map[string]string{annAuto: "true", annRequired: "a", annRestore: "false"},
-			want: with(func(p *kruisev1alpha1.PersistentPodState) {
+			want: with(func(p *kruisev1beta1.PersistentPodState) {
 				p.Spec.RequiredPersistentTopology = required("a")
 				p.Annotations = map[string]string{annRestore: "false"}
 			})},
@@ -413,7 +413,7 @@ func TestDesiredPPS(t *testing.T) {
 // fields are unchanged (a status write).
 func TestGeneratorLostRacesAreRetried(t *testing.T) {
 	gr := schema.GroupResource{Group: "apps.kruise.io", Resource: "persistentpodstates"}
-	owned := testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required("old-key").Obj()
+	owned := testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required("old-key").Hub()
 	tests := map[string]struct {
 		annotations map[string]string
 		existing    client.Object
@@ -466,7 +466,7 @@ func manyKeys(n int) string {
 func TestGeneratorRefusalsAreReportedNotRetried(t *testing.T) {
 	gr := schema.GroupResource{Group: "apps.kruise.io", Resource: "persistentpodstates"}
 	gk := schema.GroupKind{Group: "apps.kruise.io", Kind: "PersistentPodState"}
-	owned := testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required("old-key").Obj()
+	owned := testutil.MakePPS("web", testNS, "web").ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Required("old-key").Hub()
 	denied := apierrors.NewForbidden(gr, "web", errors.New(`admission webhook "vpersistentpodstate.drover.dev" denied the request: `+
 		`spec.targetRef: Forbidden: PersistentPodState "claimed" already targets StatefulSet apps/v1 web in this namespace`))
 	tests := map[string]struct {

@@ -24,10 +24,10 @@ import (
 func handlerPPS() []client.Object {
 	return []client.Object{
 		testutil.MakePPS("web", testNS, "web").Required(zoneKey).PersistAnnotations(ipKey).
-			State("web-0", "n1", map[string]string{zoneKey: "z1"}, map[string]string{ipKey: "10.0.0.1"}).Obj(),
-		testutil.MakePPS("kruise-web", testNS, "web").Target("apps.kruise.io/v1beta1", "StatefulSet", "web").Required(zoneKey).Obj(),
-		testutil.MakePPS("kv", testNS, "kv").Target("demo.drover.dev/v1alpha1", "KVStore", "kv").Required(zoneKey).Obj(),
-		testutil.MakePPS("other", testNS, "other").Required(zoneKey).Obj(),
+			State("web-0", "n1", map[string]string{zoneKey: "z1"}, map[string]string{ipKey: "10.0.0.1"}).Hub(),
+		testutil.MakePPS("kruise-web", testNS, "web").Target("apps.kruise.io/v1beta1", "StatefulSet", "web").Required(zoneKey).Hub(),
+		testutil.MakePPS("kv", testNS, "kv").Target("demo.drover.dev/v1alpha1", "KVStore", "kv").Required(zoneKey).Hub(),
+		testutil.MakePPS("other", testNS, "other").Required(zoneKey).Hub(),
 	}
 }
 
@@ -257,8 +257,8 @@ func TestWorkloadHandlerCreateDelete(t *testing.T) {
 
 // Every PPS of a target is enqueued, duplicates included.
 func TestMapperEnqueuesEveryPPSOfATarget(t *testing.T) {
-	objs := append(handlerPPS(), testutil.MakePPS("web-dup", testNS, "web").Target("apps/v2", "StatefulSet", "web").Obj(),
-		testutil.MakePPS("web", "ns2", "web").Obj())
+	objs := append(handlerPPS(), testutil.MakePPS("web-dup", testNS, "web").Target("apps/v2", "StatefulSet", "web").Hub(),
+		testutil.MakePPS("web", "ns2", "web").Hub())
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: objs, Indexes: ppsindex.Indexes()})
 	m := mapper{reader: fc.Client, whitelist: whitelist.Empty}
 	q := &fakeQueue[reconcile.Request]{}

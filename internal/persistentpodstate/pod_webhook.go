@@ -24,7 +24,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/inject"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsindex"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsmetrics"
@@ -45,7 +45,7 @@ func podWebhook() kit.Webhook {
 	notIn := func(key string, values ...string) metav1.LabelSelectorRequirement {
 		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: values}
 	}
-	optOut := notIn(kruisev1alpha1.LabelPersistentPodState, "disabled")
+	optOut := notIn(kruisev1beta1.LabelPersistentPodState, "disabled")
 	return kit.Webhook{
 		Name:     "mpod-persistentpodstate.drover.dev",
 		Path:     podPersistentPodStatePath,
@@ -72,7 +72,7 @@ func podWebhook() kit.Webhook {
 }
 
 // actionInjectPod is the event action of a node identity key that was not injected
-// (kruisev1alpha1.ReasonRecordedNodeGone).
+// (kruisev1beta1.ReasonRecordedNodeGone).
 const actionInjectPod = "InjectPod"
 
 var podGK = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
@@ -157,7 +157,7 @@ func (h *podPersistentPodStateHandler) steer(ctx context.Context, req admission.
 	ppsmetrics.NodeSelectorConflicts.Add(float64(len(res.Conflicts)))
 	ppsmetrics.MissingNodeSkips.Add(float64(len(res.Dropped)))
 	if len(res.Dropped) > 0 && !ptr.Deref(req.DryRun, false) && h.opts.Recorder != nil {
-		h.opts.Recorder.Eventf(pps, pod, corev1.EventTypeWarning, kruisev1alpha1.ReasonRecordedNodeGone, actionInjectPod,
+		h.opts.Recorder.Eventf(pps, pod, corev1.EventTypeWarning, kruisev1beta1.ReasonRecordedNodeGone, actionInjectPod,
 			"Node %s recorded for pod %s no longer exists: %s not injected, so the pod may be scheduled elsewhere",
 			pps.Status.PodStates[pod.Name].NodeName, pod.Name, strings.Join(res.Dropped, ", "))
 	}
@@ -173,7 +173,7 @@ func (h *podPersistentPodStateHandler) steer(ctx context.Context, req admission.
 func (h *podPersistentPodStateHandler) supported(owner *metav1.OwnerReference) (schema.GroupKind, bool) {
 	gv, err := schema.ParseGroupVersion(owner.APIVersion)
 	gk := gv.WithKind(owner.Kind).GroupKind()
-	return gk, err == nil && (slices.Contains(kruisev1alpha1.BuiltinTargetKinds, gk) || (h.opts.Allowed != nil && h.opts.Allowed(gk)))
+	return gk, err == nil && (slices.Contains(kruisev1beta1.BuiltinTargetKinds, gk) || (h.opts.Allowed != nil && h.opts.Allowed(gk)))
 }
 
 // nodeGone returns the check that a recorded node is gone: absent from the cache, and a live read within the

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/scheme"
 )
 
@@ -18,14 +18,14 @@ import (
 // handler, not the fake client's deep copy of a 1.3 MB object.
 type listOnly struct {
 	client.Reader
-	items []kruisev1alpha1.PersistentPodState
+	items []kruisev1beta1.PersistentPodState
 }
 
 func (l listOnly) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
 	return meta.SetList(list, toObjects(l.items))
 }
 
-func toObjects(items []kruisev1alpha1.PersistentPodState) []runtime.Object {
+func toObjects(items []kruisev1beta1.PersistentPodState) []runtime.Object {
 	out := make([]runtime.Object, len(items))
 	for i := range items {
 		out[i] = &items[i]
@@ -39,11 +39,11 @@ func BenchmarkPodWebhook5000(b *testing.B) {
 	pps := recordedPPS()
 	for i := range 5000 {
 		node := fmt.Sprintf("node-%03d", i%100)
-		pps.Status.PodStates[fmt.Sprintf("web-%d", i)] = kruisev1alpha1.PodState{NodeName: node,
+		pps.Status.PodStates[fmt.Sprintf("web-%d", i)] = kruisev1beta1.PodState{NodeName: node,
 			NodeTopologyLabels: map[string]string{zoneLabel: "zone-a", hostLabel: node}}
 	}
 	wh := newPodPersistentPodStateWebhook(scheme.New(), WebhookOptions{
-		Reader: listOnly{items: []kruisev1alpha1.PersistentPodState{*pps}}, SkipMissingNode: false,
+		Reader: listOnly{items: []kruisev1beta1.PersistentPodState{*pps}}, SkipMissingNode: false,
 	})
 	req := podRequest(ownedPod(), "", false)
 	b.ReportAllocs()

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsindex"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsmetrics"
 	"github.com/drover-dev/drover/internal/scheme"
@@ -36,13 +36,13 @@ const (
 
 // recordedPPS returns the PPS of StatefulSet web in ns with required zone+hostname, a preferred zone term of
 // weight 50, and an entry for web-0 on node-a in zone-a.
-func recordedPPS(mods ...func(*kruisev1alpha1.PersistentPodState)) *kruisev1alpha1.PersistentPodState {
-	return makePPS("ns", "web-pps", "web", append([]func(*kruisev1alpha1.PersistentPodState){
-		func(p *kruisev1alpha1.PersistentPodState) {
-			p.Spec.RequiredPersistentTopology.NodeTopologyKeys = []string{zoneLabel, hostLabel}
-			p.Spec.PreferredPersistentTopology = []kruisev1alpha1.PreferredTopologyTerm{
-				{Weight: 50, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{zoneLabel}}}}
-			p.Status.PodStates = map[string]kruisev1alpha1.PodState{"web-0": {
+func recordedPPS(mods ...func(*kruisev1beta1.PersistentPodState)) *kruisev1beta1.PersistentPodState {
+	return makePPS("ns", "web-pps", "web", append([]func(*kruisev1beta1.PersistentPodState){
+		func(p *kruisev1beta1.PersistentPodState) {
+			p.Spec.RequiredPersistentTopology.Keys = []string{zoneLabel, hostLabel}
+			p.Spec.PreferredPersistentTopology = []kruisev1beta1.PreferredTopologyTerm{
+				{Weight: 50, Preference: kruisev1beta1.NodeTopologyTerm{Keys: []string{zoneLabel}}}}
+			p.Status.PodStates = map[string]kruisev1beta1.PodState{"web-0": {
 				NodeName: "node-a", NodeTopologyLabels: map[string]string{zoneLabel: "zone-a", hostLabel: "node-a"}}}
 		}}, mods...)...)
 }
@@ -180,7 +180,7 @@ func TestPodPersistentPodStateHandler(t *testing.T) {
 		{Key: zoneLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}}}}}
 	diskTerm := corev1.PreferredSchedulingTerm{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
 		{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}}}
-	injected := map[string]string{kruisev1alpha1.AnnotationInjectedPersistentPodState: "web-pps"}
+	injected := map[string]string{kruisev1beta1.AnnotationInjectedPersistentPodState: "web-pps"}
 	both := map[string]string{zoneLabel: "zone-a", hostLabel: "node-a"}
 	zoneOnly := map[string]string{zoneLabel: "zone-a"}
 	fullPaths := []string{"add /metadata/annotations", "add /spec/affinity", "add /spec/nodeSelector"}
@@ -202,7 +202,7 @@ func TestPodPersistentPodStateHandler(t *testing.T) {
 				"add /spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution/-",
 				"add /spec/nodeSelector/kubernetes.io~1hostname", "add /spec/nodeSelector/topology.kubernetes.io~1zone"},
 			wantPod: injectedPod(map[string]string{"disk": "ssd", zoneLabel: "zone-a", hostLabel: "node-a"},
-				map[string]string{"a": "b", kruisev1alpha1.AnnotationInjectedPersistentPodState: "web-pps"}, diskTerm, zoneTerm),
+				map[string]string{"a": "b", kruisev1beta1.AnnotationInjectedPersistentPodState: "web-pps"}, diskTerm, zoneTerm),
 			wantCounts: map[string]float64{"injected": 1},
 		},
 		"parents present but empty or partial: entries added under them": {
@@ -233,7 +233,7 @@ func TestPodPersistentPodStateHandler(t *testing.T) {
 			wantCounts: map[string]float64{"injected": 1},
 		},
 		"a stale injected annotation is overwritten": {
-			raw: ownedPod(podMeta("annotations", map[string]any{kruisev1alpha1.AnnotationInjectedPersistentPodState: "old-pps"})),
+			raw: ownedPod(podMeta("annotations", map[string]any{kruisev1beta1.AnnotationInjectedPersistentPodState: "old-pps"})),
 			wantPaths: []string{"add /metadata/annotations/kruise.io~1injected-persistent-pod-state", "add /spec/affinity",
 				"add /spec/nodeSelector"},
 			wantPod: injectedPod(both, injected, zoneTerm), wantCounts: map[string]float64{"injected": 1},

@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/persistentpodstate/core"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsindex"
@@ -58,14 +58,14 @@ func NewReconciler(cfg Config) *Reconciler {
 
 // pass is what one reconcile learned and decided.
 type pass struct {
-	pps         *kruisev1alpha1.PersistentPodState // from the cache: never modified
-	workload    *Workload                          // nil: not found
+	pps         *kruisev1beta1.PersistentPodState // from the cache: never modified
+	workload    *Workload                         // nil: not found
 	unavailable *UnavailableError
 	result      core.Result
 	inLife      map[core.InLifeKey]string
-	podUIDs     map[types.UID]bool                      // the target's pods
-	status      kruisev1alpha1.PersistentPodStateStatus // the status to write
-	notRecorded int                                     // new entries the size guard left out
+	podUIDs     map[types.UID]bool                     // the target's pods
+	status      kruisev1beta1.PersistentPodStateStatus // the status to write
+	notRecorded int                                    // new entries the size guard left out
 	events      kit.Events
 	reported    []string // problems newly reported by this pass's events (committed once they are emitted)
 }
@@ -86,7 +86,7 @@ func (p *pass) report(once *onceSet, problem string, active bool) bool {
 // as they are); compute the records from the target's pods; apply the size guard; write the status once
 // if it changed; emit events after the write.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	pps := &kruisev1alpha1.PersistentPodState{}
+	pps := &kruisev1beta1.PersistentPodState{}
 	if err := r.cfg.Client.Get(ctx, req.NamespacedName, pps); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.backoff.Forget(req.NamespacedName)
@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // observe finds the target and, when it is readable, computes the new records from its pods.
 func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	pps := p.pps
-	gk, err := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef)
+	gk, err := kruisev1beta1.TargetGroupKind(pps.Spec.TargetRef)
 	if err != nil || !Supported(r.cfg.Whitelist(), gk) {
 		p.unavailable = &UnavailableError{Reason: ReasonKindNotAllowed,
 			Message: "the target is neither a built-in kind (StatefulSet, Advanced StatefulSet, TApp) nor in the custom-workload whitelist"}
@@ -172,7 +172,7 @@ func (r *Reconciler) nodeLabels(ctx context.Context) func(string) (map[string]st
 // checkDuplicates warns, once, on a PPS that targets a workload an older PPS of its namespace already
 // targets (admission refuses that, but can be bypassed): both are reconciled, the oldest steers pods.
 func (r *Reconciler) checkDuplicates(ctx context.Context, p *pass) {
-	gk, _ := kruisev1alpha1.TargetGroupKind(p.pps.Spec.TargetRef)
+	gk, _ := kruisev1beta1.TargetGroupKind(p.pps.Spec.TargetRef)
 	list, err := ppsindex.ForTarget(ctx, r.cfg.Client, p.pps.Namespace, gk, p.pps.Spec.TargetRef.Name)
 	if err != nil {
 		return
@@ -180,7 +180,7 @@ func (r *Reconciler) checkDuplicates(ctx context.Context, p *pass) {
 	oldest := ppsindex.Oldest(list)
 	dup := oldest != nil && oldest.UID != p.pps.UID
 	if p.report(r.once, "DuplicateTarget", dup) {
-		p.events.Warning(kruisev1alpha1.ReasonDuplicateTarget, actionReconcile, nil,
+		p.events.Warning(kruisev1beta1.ReasonDuplicateTarget, actionReconcile, nil,
 			"PersistentPodState %s targets the same workload and is older: it steers the pods; this one only records", oldest.Name)
 	}
 }
@@ -190,7 +190,7 @@ func (r *Reconciler) checkDuplicates(ctx context.Context, p *pass) {
 func (r *Reconciler) workloadWarnings(ctx context.Context, p *pass) {
 	w := p.workload
 	if p.report(r.once, "ReplicasMalformed", w.ReplicasMalformed) {
-		p.events.Warning(kruisev1alpha1.ReasonReplicasUnreadable, actionReconcile, w.Object,
+		p.events.Warning(kruisev1beta1.ReasonReplicasUnreadable, actionReconcile, w.Object,
 			"the replica count of %s %s is missing or not a non-negative integer at its path (check replicasPath in the whitelist); taken as 0",
 			w.GK.Kind, w.Object.GetName())
 	}

@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/core"
 	"github.com/drover-dev/drover/internal/testutil"
 )
@@ -26,7 +26,7 @@ var ignoreTransitionTime = cmpopts.IgnoreFields(metav1.Condition{}, "LastTransit
 // no API write at all.
 func TestReconcileRecordsReadyPodsThenWritesNothing(t *testing.T) {
 	f := newFixture(t, fixtureOptions{objs: []client.Object{
-		testutil.MakePPS("web", testNS, "web").Required(zoneKey).Preferred(50, hostKey).Generation(3).Obj(),
+		testutil.MakePPS("web", testNS, "web").Required(zoneKey).Preferred(50, hostKey).Generation(3).Hub(),
 		testutil.MakeStatefulSet("web", testNS, 3).UID(stsUID).Obj(),
 		node("n1", map[string]string{zoneKey: "z1", hostKey: "n1", "other": "x"}),
 		node("n2", map[string]string{zoneKey: "z2", "other": "y"}),
@@ -35,7 +35,7 @@ func TestReconcileRecordsReadyPodsThenWritesNothing(t *testing.T) {
 		stsPod(2, "n1").Ready(false).Obj(),
 	}})
 	f.mustReconcile(t, "web")
-	want := kruisev1alpha1.PersistentPodStateStatus{ObservedGeneration: 3, PodStates: map[string]kruisev1alpha1.PodState{
+	want := kruisev1beta1.PersistentPodStateStatus{ObservedGeneration: 3, PodStates: map[string]kruisev1beta1.PodState{
 		"web-0": {NodeName: "n1", NodeTopologyLabels: map[string]string{zoneKey: "z1", hostKey: "n1"}},
 		"web-1": {NodeName: "n2", NodeTopologyLabels: map[string]string{zoneKey: "z2"}},
 	}}
@@ -58,20 +58,20 @@ func TestReconcileRecordsReadyPodsThenWritesNothing(t *testing.T) {
 // A target that is not found or is being deleted removes every record, whatever the retention policy.
 func TestReconcileTargetGoneClearsRecords(t *testing.T) {
 	tests := map[string]struct {
-		retention kruisev1alpha1.PersistentPodStateRetentionPolicyType
+		retention kruisev1beta1.PersistentPodStateRetentionPolicyType
 		target    client.Object
 	}{
-		"not found, WhenScaled":        {retention: kruisev1alpha1.RetainWhenScaled},
-		"not found, WhenDeleted":       {retention: kruisev1alpha1.RetainWhenDeleted},
-		"being deleted, WhenScaled":    {retention: kruisev1alpha1.RetainWhenScaled, target: testutil.MakeStatefulSet("web", testNS, 2).UID(stsUID).Deleting().Obj()},
-		"being deleted, WhenDeleted":   {retention: kruisev1alpha1.RetainWhenDeleted, target: testutil.MakeStatefulSet("web", testNS, 2).UID(stsUID).Deleting().Obj()},
+		"not found, WhenScaled":        {retention: kruisev1beta1.RetainWhenScaled},
+		"not found, WhenDeleted":       {retention: kruisev1beta1.RetainWhenDeleted},
+		"being deleted, WhenScaled":    {retention: kruisev1beta1.RetainWhenScaled, target: testutil.MakeStatefulSet("web", testNS, 2).UID(stsUID).Deleting().Obj()},
+		"being deleted, WhenDeleted":   {retention: kruisev1beta1.RetainWhenDeleted, target: testutil.MakeStatefulSet("web", testNS, 2).UID(stsUID).Deleting().Obj()},
 		"only another workload exists": {target: testutil.MakeStatefulSet("other", testNS, 2).UID(stsUID).Obj()},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			objs := []client.Object{
 				testutil.MakePPS("web", testNS, "web").Required(zoneKey).Retention(tc.retention).Generation(2).ObservedGeneration(1).
-					State("web-0", "n1", map[string]string{zoneKey: "z1"}, nil).Obj(),
+					State("web-0", "n1", map[string]string{zoneKey: "z1"}, nil).Hub(),
 				node("n1", map[string]string{zoneKey: "z1"}),
 				stsPod(0, "n1").Obj(),
 			}
@@ -80,7 +80,7 @@ func TestReconcileTargetGoneClearsRecords(t *testing.T) {
 			}
 			f := newFixture(t, fixtureOptions{objs: objs})
 			f.mustReconcile(t, "web")
-			if diff := cmp.Diff(kruisev1alpha1.PersistentPodStateStatus{ObservedGeneration: 2}, f.status(t, "web")); diff != "" {
+			if diff := cmp.Diff(kruisev1beta1.PersistentPodStateStatus{ObservedGeneration: 2}, f.status(t, "web")); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
 		})
@@ -100,13 +100,13 @@ func TestReconcileTargetUnavailable(t *testing.T) {
 		"whitelisted kind not served": {wantReason: ReasonKindNotServed,
 			fixture: fixtureOptions{whitelist: kvWhitelist(t, "")}},
 		"watched kind not readable, the likely missing permission named": {wantReason: ReasonTargetNotReadable,
-			wantMessage: kruisev1alpha1.LabelAggregateToManager,
+			wantMessage: kruisev1beta1.LabelAggregateToManager,
 			fixture:     fixtureOptions{whitelist: kvWhitelist(t, ""), watcher: watcherWith(false, kvGVK)}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pps := testutil.MakePPS("kv", testNS, "kv").Target("demo.drover.dev/v1alpha1", "KVStore", "kv").Required(zoneKey).
-				Generation(2).ObservedGeneration(1).State("kv-0", "n1", map[string]string{zoneKey: "z1"}, nil).Obj()
+				Generation(2).ObservedGeneration(1).State("kv-0", "n1", map[string]string{zoneKey: "z1"}, nil).Hub()
 			tc.fixture.objs = []client.Object{pps, kv, node("n1", map[string]string{zoneKey: "z9"})}
 			f := newFixture(t, tc.fixture)
 			for pass := 1; pass <= 2; pass++ {
@@ -118,7 +118,7 @@ func TestReconcileTargetUnavailable(t *testing.T) {
 				if diff := cmp.Diff(pps.Status.PodStates, got.PodStates); diff != "" {
 					t.Errorf("pass %d: podStates changed (-want +got):\n%s", pass, diff)
 				}
-				wantConds := []metav1.Condition{{Type: kruisev1alpha1.ConditionTargetUnavailable, Status: metav1.ConditionTrue,
+				wantConds := []metav1.Condition{{Type: kruisev1beta1.ConditionTargetUnavailable, Status: metav1.ConditionTrue,
 					Reason: tc.wantReason, ObservedGeneration: 2}}
 				if diff := cmp.Diff(wantConds, got.Conditions, ignoreTransitionTime, cmpopts.IgnoreFields(metav1.Condition{}, "Message")); diff != "" {
 					t.Errorf("pass %d: conditions (-want +got):\n%s", pass, diff)
@@ -144,7 +144,7 @@ func TestReconcileTargetUnavailable(t *testing.T) {
 // Once the target can be read again, TargetUnavailable is removed and recording resumes.
 func TestReconcileTargetAvailableAgain(t *testing.T) {
 	f := newFixture(t, fixtureOptions{watcher: watcherWith(true, kvGVK), objs: []client.Object{
-		testutil.MakePPS("kv", testNS, "kv").Target("demo.drover.dev/v1alpha1", "KVStore", "kv").Required(zoneKey).Obj(),
+		testutil.MakePPS("kv", testNS, "kv").Target("demo.drover.dev/v1alpha1", "KVStore", "kv").Required(zoneKey).Hub(),
 		makeUnstructured(kvGVK, "kv", "kv-uid", map[string]any{"replicas": int64(1)}),
 		node("n1", map[string]string{zoneKey: "z1"}),
 		testutil.MakePod("kv-0", testNS).ControlledBy("demo.drover.dev/v1alpha1", "KVStore", "kv", "kv-uid").Node("n1").Ready(true).Obj(),
@@ -155,7 +155,7 @@ func TestReconcileTargetAvailableAgain(t *testing.T) {
 	f.wl = kvWhitelist(t, "")
 	f.rec.take()
 	f.mustReconcile(t, "kv")
-	want := kruisev1alpha1.PersistentPodStateStatus{ObservedGeneration: 1, PodStates: map[string]kruisev1alpha1.PodState{
+	want := kruisev1beta1.PersistentPodStateStatus{ObservedGeneration: 1, PodStates: map[string]kruisev1beta1.PodState{
 		"kv-0": {NodeName: "n1", NodeTopologyLabels: map[string]string{zoneKey: "z1"}}}}
 	if diff := cmp.Diff(want, f.status(t, "kv")); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
@@ -166,13 +166,13 @@ func TestReconcileTargetAvailableAgain(t *testing.T) {
 func TestReconcileDuplicateTarget(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	f := newFixture(t, fixtureOptions{objs: []client.Object{
-		testutil.MakePPS("old", testNS, "web").UID("old-uid").Created(t0).Required(zoneKey).Obj(),
-		testutil.MakePPS("new", testNS, "web").UID("new-uid").Created(t0.Add(time.Hour)).Required(zoneKey).Obj(),
+		testutil.MakePPS("old", testNS, "web").UID("old-uid").Created(t0).Required(zoneKey).Hub(),
+		testutil.MakePPS("new", testNS, "web").UID("new-uid").Created(t0.Add(time.Hour)).Required(zoneKey).Hub(),
 		testutil.MakeStatefulSet("web", testNS, 1).UID(stsUID).Obj(),
 		node("n1", map[string]string{zoneKey: "z1"}),
 		stsPod(0, "n1").Obj(),
 	}})
-	wantEvents := map[string][]string{"old": nil, "new": {"DuplicateTarget on *v1alpha1.PersistentPodState new"}}
+	wantEvents := map[string][]string{"old": nil, "new": {"DuplicateTarget on *v1beta1.PersistentPodState new"}}
 	for pass := 1; pass <= 2; pass++ {
 		for _, name := range []string{"old", "new"} {
 			f.mustReconcile(t, name)
@@ -195,7 +195,7 @@ func TestReconcileDuplicateTarget(t *testing.T) {
 func TestReconcileReplicasUnreadable(t *testing.T) {
 	f := newFixture(t, fixtureOptions{whitelist: kvWhitelist(t, "spec.size"), watcher: watcherWith(true, kvGVK), objs: []client.Object{
 		testutil.MakePPS("kv", testNS, "kv").Target("demo.drover.dev/v1alpha1", "KVStore", "kv").Required(zoneKey).
-			State("kv-0", "n1", map[string]string{zoneKey: "z1"}, nil).Obj(),
+			State("kv-0", "n1", map[string]string{zoneKey: "z1"}, nil).Hub(),
 		makeUnstructured(kvGVK, "kv", "kv-uid", map[string]any{"replicas": int64(1)}),
 	}})
 	for pass := 1; pass <= 2; pass++ {
@@ -234,7 +234,7 @@ func TestReconcileAnnotationPolicy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, fixtureOptions{objs: []client.Object{
 				testutil.MakePPS("web", testNS, "web").Required(zoneKey).PersistAnnotations(ipKey).
-					State("web-0", "n1", map[string]string{zoneKey: "z1"}, map[string]string{ipKey: "10.0.0.1"}).Obj(),
+					State("web-0", "n1", map[string]string{zoneKey: "z1"}, map[string]string{ipKey: "10.0.0.1"}).Hub(),
 				testutil.MakeStatefulSet("web", testNS, 1).UID(stsUID).Obj(),
 				node("n1", map[string]string{zoneKey: "z1"}),
 				stsPod(0, "n1").Annotation(ipKey, "10.0.0.2").Obj(),
@@ -264,7 +264,7 @@ func TestReconcileAnnotationPolicy(t *testing.T) {
 
 // A PPS being deleted is left alone: no write.
 func TestReconcilePPSBeingDeleted(t *testing.T) {
-	pps := testutil.MakePPS("web", testNS, "web").Required(zoneKey).Generation(2).Obj()
+	pps := testutil.MakePPS("web", testNS, "web").Required(zoneKey).Generation(2).Hub()
 	pps.DeletionTimestamp = ptr.To(metav1.Now())
 	pps.Finalizers = []string{"drover.dev/test"}
 	f := newFixture(t, fixtureOptions{objs: []client.Object{pps,
@@ -305,7 +305,7 @@ func TestReconcileTargetKinds(t *testing.T) {
 			for _, s := range tc.states {
 				pps.State(s, "n1", map[string]string{zoneKey: "z1"}, nil)
 			}
-			opts := fixtureOptions{watcher: watcherWith(true, kruiseGVK, kvGVK), objs: []client.Object{pps.Obj(), tc.target,
+			opts := fixtureOptions{watcher: watcherWith(true, kruiseGVK, kvGVK), objs: []client.Object{pps.Hub(), tc.target,
 				node("n1", map[string]string{zoneKey: "z1"}),
 				// web-1 is Ready and recorded whatever the ordinals (an out-of-range pod still running keeps its record).
 				testutil.MakePod("web-1", testNS).ControlledBy(tc.apiVersion, tc.kind, "web", stsUID).Node("n1").Ready(true).Obj(),

@@ -1,8 +1,9 @@
-// Package persistentpodstate runs PersistentPodState (apps.kruise.io/v1alpha1): the controller that records
-// where each pod of a StatefulSet-like workload ran, the generator that makes PPS from workload annotations,
-// the custom-workload whitelist and the watches it adds while the manager runs, and the two webhooks (the
-// pod webhook that steers a recreated pod back, and the PPS validating webhook). They start and stop
-// together: the controller's name in --controllers switches all of them. The user guide is
+// Package persistentpodstate runs PersistentPodState (apps.kruise.io): the controller that records where
+// each pod of a StatefulSet-like workload ran, the generator that makes PPS from workload annotations, the
+// custom-workload whitelist and the watches it adds while the manager runs, and the two webhooks (the pod
+// webhook that steers a recreated pod back, and the PPS validating webhook). They start and stop together:
+// the controller's name in --controllers switches all of them. All of them work on v1beta1, the storage
+// version and the hub; v1alpha1 is served through the conversion webhook. The user guide is
 // docs/persistentpodstate.md; the rules are in docs/design/persistentpodstate.md.
 package persistentpodstate
 
@@ -11,7 +12,6 @@ import (
 	"fmt"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	tkestackv1 "github.com/drover-dev/drover/api/tkestack/apps/v1"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/persistentpodstate/core"
@@ -74,7 +75,7 @@ type Options struct {
 // Controller describes PersistentPodState to the manager: the controller, the generator, the whitelist
 // store, the watcher and both webhooks.
 func Controller() *kit.Controller {
-	gvk := kruisev1alpha1.GroupVersion.WithKind("PersistentPodState")
+	gvk := kruisev1beta1.GroupVersion.WithKind("PersistentPodState")
 	opts := &Options{}
 	fs := kit.NewFlagSet(ControllerName)
 	fs.IntVar(&opts.Workers, "persistentpodstate-workers", 3, "Concurrent PersistentPodState reconciles (and as many of its generator).")
@@ -99,13 +100,16 @@ func Controller() *kit.Controller {
 		RegisterMetrics: ppsmetrics.Register,
 		Setup:           s.run,
 		Webhooks: []kit.Webhook{
-			kit.KindWebhook(false, gvk, "persistentpodstates", admissionregistrationv1.Create, admissionregistrationv1.Update),
+			ppsWebhook(gvk),
 			podWebhook(),
 		},
 		ServeWebhooks: s.webhooks,
 		CRDs:          []string{"apps.kruise.io_persistentpodstates.yaml"},
-		Objects:       []client.Object{&kruisev1alpha1.PersistentPodState{}, &tkestackv1.TApp{}},
-		Cache:         s.cache,
+		// v1alpha1 and v1beta1 are served, v1beta1 stored: the manager converts between them, so both versions
+		// are in the scheme.
+		ConversionCRDs: []string{"persistentpodstates.apps.kruise.io"},
+		Objects:        []client.Object{&kruisev1beta1.PersistentPodState{}, &kruisev1alpha1.PersistentPodState{}, &tkestackv1.TApp{}},
+		Cache:          s.cache,
 	}
 	return s.desc
 }
@@ -191,7 +195,7 @@ func (s *setup) buildController(mgr manager.Manager, finder *Finder, watcher *Wa
 	kinds := make(chan event.GenericEvent, 1024)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&kruisev1alpha1.PersistentPodState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&kruisev1beta1.PersistentPodState{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, podHandler{mapper: m, watcher: watcher, inLife: r.inLife}).
 		Watches(&appsv1.StatefulSet{}, workloadHandler{mapper: m, gk: statefulSetGK}).
 		WatchesRawSource(source.Channel(kinds, &handler.EnqueueRequestForObject{})).
@@ -216,7 +220,7 @@ func (s *setup) buildGenerator(mgr manager.Manager, finder *Finder, wl func() *w
 	}
 	watches := []source.TypedSource[WorkloadKey]{
 		source.TypedKind[client.Object, WorkloadKey](mgr.GetCache(), &appsv1.StatefulSet{}, generatorWorkloadHandler{gk: statefulSetGK, whitelist: wl}),
-		source.TypedKind[client.Object, WorkloadKey](mgr.GetCache(), &kruisev1alpha1.PersistentPodState{}, generatorPPSHandler{}),
+		source.TypedKind[client.Object, WorkloadKey](mgr.GetCache(), &kruisev1beta1.PersistentPodState{}, generatorPPSHandler{}),
 	}
 	if tappServed {
 		watches = append(watches, source.TypedKind[client.Object, WorkloadKey](mgr.GetCache(), &tkestackv1.TApp{},
@@ -233,14 +237,14 @@ func (s *setup) buildGenerator(mgr manager.Manager, finder *Finder, wl func() *w
 // enqueueKinds reconciles every PPS whose target kind is in changed. A rare event (the whitelist changed
 // or a kind's watch started), so a list of all PPS is acceptable.
 func enqueueKinds(ctx context.Context, r client.Reader, out chan<- event.GenericEvent, changed sets.Set[schema.GroupKind]) {
-	var list kruisev1alpha1.PersistentPodStateList
+	var list kruisev1beta1.PersistentPodStateList
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing PersistentPodStates after a whitelist change failed")
 		return
 	}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if gk, err := kruisev1alpha1.TargetGroupKind(p.Spec.TargetRef); err == nil && changed.Has(gk) {
+		if gk, err := kruisev1beta1.TargetGroupKind(p.Spec.TargetRef); err == nil && changed.Has(gk) {
 			select {
 			case out <- event.GenericEvent{Object: p}:
 			case <-ctx.Done():
@@ -256,7 +260,7 @@ func (s *setup) webhooks(mgr manager.Manager) error {
 		Reader:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Recorder:         mgr.GetEventRecorder("drover-" + ControllerName),
-		IdentityKeys:     kruisev1alpha1.ParseCommaList(s.opts.IdentityKeys),
+		IdentityKeys:     kruisev1beta1.ParseCommaList(s.opts.IdentityKeys),
 		SkipMissingNode:  s.opts.SkipMissingNode,
 		NodeCheckTimeout: time.Second,
 	})

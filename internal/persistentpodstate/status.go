@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/persistentpodstate/core"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsmetrics"
@@ -35,19 +35,19 @@ const (
 // while its problem lasts.
 func (r *Reconciler) decide(p *pass) {
 	pps := p.pps
-	st := kruisev1alpha1.PersistentPodStateStatus{ObservedGeneration: pps.Generation, PodStates: pps.Status.PodStates}
+	st := kruisev1beta1.PersistentPodStateStatus{ObservedGeneration: pps.Generation, PodStates: pps.Status.PodStates}
 	for i := range pps.Status.Conditions {
 		st.Conditions = append(st.Conditions, *pps.Status.Conditions[i].DeepCopy())
 	}
 	if u := p.unavailable; u != nil {
-		setProblem(&st.Conditions, kruisev1alpha1.ConditionTargetUnavailable, true, u.Reason, u.Message, pps.Generation)
+		setProblem(&st.Conditions, kruisev1beta1.ConditionTargetUnavailable, true, u.Reason, u.Message, pps.Generation)
 	} else {
-		setProblem(&st.Conditions, kruisev1alpha1.ConditionTargetUnavailable, false, "", "", pps.Generation)
+		setProblem(&st.Conditions, kruisev1beta1.ConditionTargetUnavailable, false, "", "", pps.Generation)
 		st.PodStates = p.result.PodStates
 		if !equality.Semantic.DeepEqual(st.PodStates, pps.Status.PodStates) {
 			st.PodStates, p.notRecorded = core.Guard(pps, st.PodStates, r.cfg.SizeLimit)
 		}
-		setProblem(&st.Conditions, kruisev1alpha1.ConditionStatusSizeLimitReached, p.notRecorded > 0, ReasonSizeBudgetExceeded,
+		setProblem(&st.Conditions, kruisev1beta1.ConditionStatusSizeLimitReached, p.notRecorded > 0, ReasonSizeBudgetExceeded,
 			fmt.Sprintf("%d pods are not recorded: the status would exceed the size budget of %d bytes", p.notRecorded, r.cfg.SizeLimit),
 			pps.Generation)
 	}
@@ -58,7 +58,7 @@ func (r *Reconciler) decide(p *pass) {
 	r.conditionEvents(p)
 	for _, m := range p.result.Mismatches {
 		if p.report(r.once, mismatchPrefix+string(m.UID)+"/"+m.Key, true) {
-			p.events.Warning(kruisev1alpha1.ReasonPersistedAnnotationMismatch, actionRecord, nil,
+			p.events.Warning(kruisev1beta1.ReasonPersistedAnnotationMismatch, actionRecord, nil,
 				"pod %s shows %s=%q; the recorded value %q is kept (the first value of an identity wins unless the same pod changes it)",
 				m.Pod, m.Key, m.Current, m.Recorded)
 		}
@@ -69,19 +69,19 @@ func (r *Reconciler) decide(p *pass) {
 // restart does not repeat them.
 func (r *Reconciler) conditionEvents(p *pass) {
 	before, after := p.pps.Status.Conditions, p.status.Conditions
-	if c := meta.FindStatusCondition(after, kruisev1alpha1.ConditionTargetUnavailable); c != nil {
+	if c := meta.FindStatusCondition(after, kruisev1beta1.ConditionTargetUnavailable); c != nil {
 		if old := meta.FindStatusCondition(before, c.Type); old == nil || old.Reason != c.Reason {
-			p.events.Warning(kruisev1alpha1.ConditionTargetUnavailable, actionReconcile, nil, "%s: %s; the recorded placements are left as they are", c.Reason, c.Message)
+			p.events.Warning(kruisev1beta1.ConditionTargetUnavailable, actionReconcile, nil, "%s: %s; the recorded placements are left as they are", c.Reason, c.Message)
 		}
 	}
-	was := meta.FindStatusCondition(before, kruisev1alpha1.ConditionStatusSizeLimitReached) != nil
-	is := meta.FindStatusCondition(after, kruisev1alpha1.ConditionStatusSizeLimitReached) != nil
+	was := meta.FindStatusCondition(before, kruisev1beta1.ConditionStatusSizeLimitReached) != nil
+	is := meta.FindStatusCondition(after, kruisev1beta1.ConditionStatusSizeLimitReached) != nil
 	switch {
 	case is && !was:
-		p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, actionRecord, nil,
+		p.events.Warning(kruisev1beta1.ConditionStatusSizeLimitReached, actionRecord, nil,
 			"%d pods are not recorded: the status would exceed the size budget of %d bytes", p.notRecorded, r.cfg.SizeLimit)
 	case was && !is && p.unavailable == nil:
-		p.events.Normal(kruisev1alpha1.ReasonStatusSizeLimitCleared, actionRecord, nil, "every pod is recorded again")
+		p.events.Normal(kruisev1beta1.ReasonStatusSizeLimitCleared, actionRecord, nil, "every pod is recorded again")
 	}
 }
 
@@ -106,7 +106,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, out *kit.Outcome)
 			ppsmetrics.StatusWrites.WithLabelValues(ppsmetrics.WriteOK).Inc()
 			ppsmetrics.StatusSize.Observe(float64(core.Estimate(p.pps, p.status.PodStates)))
 		}
-		r.sizeLimited(ownerKey(p.pps), meta.FindStatusCondition(p.status.Conditions, kruisev1alpha1.ConditionStatusSizeLimitReached) != nil)
+		r.sizeLimited(ownerKey(p.pps), meta.FindStatusCondition(p.status.Conditions, kruisev1beta1.ConditionStatusSizeLimitReached) != nil)
 		return wrote, nil
 	case apierrors.IsConflict(err):
 		ppsmetrics.StatusWrites.WithLabelValues(ppsmetrics.WriteConflict).Inc()
@@ -124,7 +124,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, out *kit.Outcome)
 func (r *Reconciler) writeTooLarge(ctx context.Context, p *pass, out *kit.Outcome, cause error) error {
 	st := *p.pps.Status.DeepCopy()
 	st.ObservedGeneration = p.pps.Generation
-	setProblem(&st.Conditions, kruisev1alpha1.ConditionStatusSizeLimitReached, true, ReasonWriteRejectedTooLarge,
+	setProblem(&st.Conditions, kruisev1beta1.ConditionStatusSizeLimitReached, true, ReasonWriteRejectedTooLarge,
 		"the API server refused the status as too large; new pods are not recorded until it shrinks", p.pps.Generation)
 	out.RequeueAfter(TooLargeRetry)
 	wrote, err := kit.PatchStatus(ctx, r.cfg.Client, p.pps, statusOf, &st, nil)
@@ -138,7 +138,7 @@ func (r *Reconciler) writeTooLarge(ctx context.Context, p *pass, out *kit.Outcom
 	p.events = kit.Events{}
 	if wrote {
 		// The condition was not there in this form: one event per transition, not one per retry.
-		p.events.Warning(kruisev1alpha1.ConditionStatusSizeLimitReached, actionRecord, nil,
+		p.events.Warning(kruisev1beta1.ConditionStatusSizeLimitReached, actionRecord, nil,
 			"the API server refused the status as too large (%s); retrying in %s", kit.Truncate(cause.Error(), 200), TooLargeRetry)
 	}
 	return nil
@@ -150,7 +150,7 @@ func tooLarge(err error) bool {
 	return apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(err.Error(), "request is too large")
 }
 
-func statusOf(p *kruisev1alpha1.PersistentPodState) *kruisev1alpha1.PersistentPodStateStatus {
+func statusOf(p *kruisev1beta1.PersistentPodState) *kruisev1beta1.PersistentPodStateStatus {
 	return &p.Status
 }
 

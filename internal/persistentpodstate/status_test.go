@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/kit"
 	"github.com/drover-dev/drover/internal/persistentpodstate/core"
 	"github.com/drover-dev/drover/internal/testutil"
@@ -73,7 +73,7 @@ func TestStatusPatchHoldsOnlyChanges(t *testing.T) {
 		testutil.MakePPS("web", testNS, "web").Required(zoneKey).ObservedGeneration(1).
 			State("web-0", "n1", map[string]string{zoneKey: "z1"}, nil).
 			State("web-1", "n1", map[string]string{zoneKey: "z1", "old-key": "v"}, nil).
-			State("web-7", "n2", map[string]string{zoneKey: "z2"}, nil).Obj(),
+			State("web-7", "n2", map[string]string{zoneKey: "z2"}, nil).Hub(),
 		testutil.MakeStatefulSet("web", testNS, 3).UID(stsUID).Obj(),
 		node("n1", map[string]string{zoneKey: "z1"}),
 		node("n2", map[string]string{zoneKey: "z2"}),
@@ -112,7 +112,7 @@ func unstructuredString(m map[string]any, path ...string) (string, bool, error) 
 
 // tooLargeFixture is a PPS whose new status (web-1 added) the API server refuses as too large: any status
 // patch holding podStates is refused with refusal.
-func tooLargeFixture(t *testing.T, refusal error) (*fixture, *patches, *kruisev1alpha1.PersistentPodState) {
+func tooLargeFixture(t *testing.T, refusal error) (*fixture, *patches, *kruisev1beta1.PersistentPodState) {
 	t.Helper()
 	p := &patches{reject: func(data []byte) error {
 		if strings.Contains(string(data), "podStates") {
@@ -121,7 +121,7 @@ func tooLargeFixture(t *testing.T, refusal error) (*fixture, *patches, *kruisev1
 		return nil
 	}}
 	pps := testutil.MakePPS("web", testNS, "web").Required(zoneKey).Generation(2).ObservedGeneration(2).
-		State("web-0", "n1", map[string]string{zoneKey: "z1"}, nil).Obj()
+		State("web-0", "n1", map[string]string{zoneKey: "z1"}, nil).Hub()
 	f := newFixture(t, fixtureOptions{hooks: p.hooks(), objs: []client.Object{pps,
 		testutil.MakeStatefulSet("web", testNS, 2).UID(stsUID).Obj(),
 		node("n1", map[string]string{zoneKey: "z1"}),
@@ -149,8 +149,8 @@ func TestStatusWriteRejectedTooLarge(t *testing.T) {
 
 func testWriteRejectedTooLarge(t *testing.T, refusal error) {
 	f, p, pps := tooLargeFixture(t, refusal)
-	wantStatus := kruisev1alpha1.PersistentPodStateStatus{ObservedGeneration: 2, PodStates: pps.Status.PodStates,
-		Conditions: []metav1.Condition{{Type: kruisev1alpha1.ConditionStatusSizeLimitReached, Status: metav1.ConditionTrue,
+	wantStatus := kruisev1beta1.PersistentPodStateStatus{ObservedGeneration: 2, PodStates: pps.Status.PodStates,
+		Conditions: []metav1.Condition{{Type: kruisev1beta1.ConditionStatusSizeLimitReached, Status: metav1.ConditionTrue,
 			Reason: ReasonWriteRejectedTooLarge, ObservedGeneration: 2}}}
 	wantPatches := []int{2, 1} // the refused patch and the condition alone; then the refused patch only
 	for pass := range 2 {
@@ -198,20 +198,20 @@ func TestStatusTooLargeWarningOncePerTransition(t *testing.T) {
 func TestStatusSizeGuard(t *testing.T) {
 	sts := testutil.MakeStatefulSet("web", testNS, 11).UID(stsUID)
 	f := newFixture(t, fixtureOptions{objs: []client.Object{
-		testutil.MakePPS("web", testNS, "web").Required(zoneKey).Obj(),
+		testutil.MakePPS("web", testNS, "web").Required(zoneKey).Hub(),
 		sts.Obj(),
 		node("n1", map[string]string{zoneKey: "z1"}),
 		stsPod(1, "n1").Obj(), stsPod(2, "n1").Obj(), stsPod(10, "n1").Obj(),
 	}})
-	entry := kruisev1alpha1.PodState{NodeName: "n1", NodeTopologyLabels: map[string]string{zoneKey: "z1"}}
-	two := map[string]kruisev1alpha1.PodState{"web-1": entry, "web-2": entry}
-	stored := &kruisev1alpha1.PersistentPodState{}
+	entry := kruisev1beta1.PodState{NodeName: "n1", NodeTopologyLabels: map[string]string{zoneKey: "z1"}}
+	two := map[string]kruisev1beta1.PodState{"web-1": entry, "web-2": entry}
+	stored := &kruisev1beta1.PersistentPodState{}
 	if err := f.fc.Inner.Get(context.Background(), types.NamespacedName{Namespace: testNS, Name: "web"}, stored); err != nil {
 		t.Fatal(err)
 	}
 	f.reconfigure(func(c *Config) { c.SizeLimit = core.Estimate(stored, two) + 16 }) // room for two entries, not three
 
-	wantCond := []metav1.Condition{{Type: kruisev1alpha1.ConditionStatusSizeLimitReached, Status: metav1.ConditionTrue,
+	wantCond := []metav1.Condition{{Type: kruisev1beta1.ConditionStatusSizeLimitReached, Status: metav1.ConditionTrue,
 		Reason: ReasonSizeBudgetExceeded, ObservedGeneration: 1}}
 	for pass := range 2 {
 		f.mustReconcile(t, "web")
@@ -247,7 +247,7 @@ func TestStatusSizeGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.mustReconcile(t, "web")
-	want := kruisev1alpha1.PersistentPodStateStatus{ObservedGeneration: 1, PodStates: two}
+	want := kruisev1beta1.PersistentPodStateStatus{ObservedGeneration: 1, PodStates: two}
 	if diff := cmp.Diff(want, f.status(t, "web")); diff != "" {
 		t.Errorf("after the scale-down, status (-want +got):\n%s", diff)
 	}
@@ -272,8 +272,8 @@ func TestStatusWriteErrors(t *testing.T) {
 			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			p := &patches{reject: func([]byte) error { return tc.err }}
 			f := newFixture(t, fixtureOptions{hooks: p.hooks(), objs: []client.Object{
-				testutil.MakePPS("old", testNS, "web").UID("old-uid").Created(t0).Required(zoneKey).Obj(),
-				testutil.MakePPS("web", testNS, "web").UID("new-uid").Created(t0.Add(time.Hour)).Required(zoneKey).Obj(),
+				testutil.MakePPS("old", testNS, "web").UID("old-uid").Created(t0).Required(zoneKey).Hub(),
+				testutil.MakePPS("web", testNS, "web").UID("new-uid").Created(t0.Add(time.Hour)).Required(zoneKey).Hub(),
 				testutil.MakeStatefulSet("web", testNS, 1).UID(stsUID).Obj(),
 				node("n1", map[string]string{zoneKey: "z1"}),
 				stsPod(0, "n1").Obj(),
@@ -304,8 +304,8 @@ func TestReconcileEventLostToConflictIsEmittedLater(t *testing.T) {
 		return nil
 	}}
 	f := newFixture(t, fixtureOptions{hooks: p.hooks(), objs: []client.Object{
-		testutil.MakePPS("old", testNS, "web").UID("old-uid").Created(t0).Required(zoneKey).Obj(),
-		testutil.MakePPS("web", testNS, "web").UID("new-uid").Created(t0.Add(time.Hour)).Required(zoneKey).Obj(),
+		testutil.MakePPS("old", testNS, "web").UID("old-uid").Created(t0).Required(zoneKey).Hub(),
+		testutil.MakePPS("web", testNS, "web").UID("new-uid").Created(t0.Add(time.Hour)).Required(zoneKey).Hub(),
 		testutil.MakeStatefulSet("web", testNS, 1).UID(stsUID).Obj(),
 		node("n1", map[string]string{zoneKey: "z1"}),
 		stsPod(0, "n1").Obj(),

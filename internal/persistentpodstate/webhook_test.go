@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/persistentpodstate/ppsindex"
 	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/testutil"
@@ -29,13 +29,13 @@ import (
 var t0 = metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 
 // makePPS returns a valid PersistentPodState in ns targeting the StatefulSet (apps/v1) named target.
-func makePPS(ns, name, target string, mods ...func(*kruisev1alpha1.PersistentPodState)) *kruisev1alpha1.PersistentPodState {
-	pps := &kruisev1alpha1.PersistentPodState{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps.kruise.io/v1alpha1", Kind: "PersistentPodState"},
+func makePPS(ns, name, target string, mods ...func(*kruisev1beta1.PersistentPodState)) *kruisev1beta1.PersistentPodState {
+	pps := &kruisev1beta1.PersistentPodState{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps.kruise.io/v1beta1", Kind: "PersistentPodState"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: t0},
-		Spec: kruisev1alpha1.PersistentPodStateSpec{
-			TargetRef:                  kruisev1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: target},
-			RequiredPersistentTopology: &kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{"topology.kubernetes.io/zone"}},
+		Spec: kruisev1beta1.PersistentPodStateSpec{
+			TargetRef:                  kruisev1beta1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: target},
+			RequiredPersistentTopology: &kruisev1beta1.NodeTopologyTerm{Keys: []string{"topology.kubernetes.io/zone"}},
 		},
 	}
 	for _, m := range mods {
@@ -44,14 +44,14 @@ func makePPS(ns, name, target string, mods ...func(*kruisev1alpha1.PersistentPod
 	return pps
 }
 
-func deletingPPS(p *kruisev1alpha1.PersistentPodState) {
+func deletingPPS(p *kruisev1beta1.PersistentPodState) {
 	p.DeletionTimestamp = &t0
 	p.Finalizers = []string{"example.com/hold"}
 }
 
-func targetRef(apiVersion, kind, name string) func(*kruisev1alpha1.PersistentPodState) {
-	return func(p *kruisev1alpha1.PersistentPodState) {
-		p.Spec.TargetRef = kruisev1alpha1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name}
+func targetRef(apiVersion, kind, name string) func(*kruisev1beta1.PersistentPodState) {
+	return func(p *kruisev1beta1.PersistentPodState) {
+		p.Spec.TargetRef = kruisev1beta1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name}
 	}
 }
 
@@ -62,20 +62,23 @@ func ppsValidatingHandler(t *testing.T, allowed func(schema.GroupKind) bool, hoo
 	t.Helper()
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: stored, Indexes: ppsindex.Indexes(), Hooks: hooks})
 	validator := Validator{Reader: fc.Client, Allowed: allowed}
-	w, err := webhook.NewKindWebhooks(scheme.New(), func() *kruisev1alpha1.PersistentPodState { return &kruisev1alpha1.PersistentPodState{} },
+	w, err := webhook.NewKindWebhooks(scheme.New(), func() *kruisev1beta1.PersistentPodState { return &kruisev1beta1.PersistentPodState{} },
 		nil, validator)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.ValidatePath != "/validate-apps-kruise-io-v1alpha1-persistentpodstate" {
-		t.Fatalf("validating path = %q, not the marker's", w.ValidatePath)
+	if declared := ppsWebhook(kruisev1beta1.GroupVersion.WithKind("PersistentPodState")).Path; w.ValidatePath != declared {
+		t.Fatalf("validating path = %q, not the declared %q", w.ValidatePath, declared)
 	}
 	return w.Validating
 }
 
-func ppsRequest(t *testing.T, op admissionv1.Operation, obj, old *kruisev1alpha1.PersistentPodState) admission.Request {
+// ppsRequest is the admission request the API server sends for obj (and old) converted to the hub, as the
+// webhook's rule and matchPolicy Equivalent make it do; requestVersion is the version the request was made
+// in ("" for the hub).
+func ppsRequest(t *testing.T, op admissionv1.Operation, obj, old *kruisev1beta1.PersistentPodState, requestVersion ...string) admission.Request {
 	t.Helper()
-	encode := func(p *kruisev1alpha1.PersistentPodState) []byte {
+	encode := func(p *kruisev1beta1.PersistentPodState) []byte {
 		if p == nil {
 			return nil
 		}
@@ -85,9 +88,14 @@ func ppsRequest(t *testing.T, op admissionv1.Operation, obj, old *kruisev1alpha1
 		}
 		return raw
 	}
+	kind := metav1.GroupVersionKind{Group: "apps.kruise.io", Version: "v1beta1", Kind: "PersistentPodState"}
+	requestKind := kind
+	if len(requestVersion) > 0 {
+		requestKind.Version = requestVersion[0]
+	}
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID: "1", Operation: op, Namespace: obj.Namespace, Name: obj.Name,
-		Kind:      metav1.GroupVersionKind{Group: "apps.kruise.io", Version: "v1alpha1", Kind: "PersistentPodState"},
+		Kind: kind, RequestKind: &requestKind,
 		Object:    runtime.RawExtension{Raw: encode(obj)},
 		OldObject: runtime.RawExtension{Raw: encode(old)},
 	}}
@@ -100,7 +108,8 @@ func TestPersistentPodStateValidatingHandler(t *testing.T) {
 		stored     []client.Object
 		allowed    func(schema.GroupKind) bool
 		op         admissionv1.Operation
-		obj, old   *kruisev1alpha1.PersistentPodState
+		obj, old   *kruisev1beta1.PersistentPodState
+		version    string   // of the request: "" for v1beta1
 		wantFields []string // nil: allowed
 	}{
 		"create without others": {
@@ -163,16 +172,34 @@ func TestPersistentPodStateValidatingHandler(t *testing.T) {
 		},
 		"update breaking a topology rule": {
 			op: admissionv1.Update, old: makePPS("ns", "b", "web"),
-			obj: makePPS("ns", "b", "web", func(p *kruisev1alpha1.PersistentPodState) {
-				p.Spec.RequiredPersistentTopology.NodeTopologyKeys = nil
+			obj: makePPS("ns", "b", "web", func(p *kruisev1beta1.PersistentPodState) {
+				p.Spec.RequiredPersistentTopology.Keys = nil
 			}),
-			wantFields: []string{"spec.requiredPersistentTopology.nodeTopologyKeys"},
+			wantFields: []string{"spec.requiredPersistentTopology.keys"},
+		},
+		"update made in v1alpha1 breaking a topology rule: the v1alpha1 field is named": {
+			op: admissionv1.Update, old: makePPS("ns", "b", "web"), version: "v1alpha1",
+			obj: makePPS("ns", "b", "web", func(p *kruisev1beta1.PersistentPodState) {
+				p.Spec.RequiredPersistentTopology.Keys = []string{"zone", "bad key"}
+				p.Spec.PreferredPersistentTopology = []kruisev1beta1.PreferredTopologyTerm{{Weight: 0}}
+			}),
+			wantFields: []string{"spec.requiredPersistentTopology.nodeTopologyKeys[1]",
+				"spec.preferredPersistentTopology[0].weight", "spec.preferredPersistentTopology[0].preference.nodeTopologyKeys"},
+		},
+		"create made in v1alpha1 duplicating a target": {
+			stored: []client.Object{makePPS("ns", "a", "web")}, version: "v1alpha1",
+			op: admissionv1.Create, obj: makePPS("ns", "b", "web"),
+			wantFields: []string{"spec.targetRef"},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			h := ppsValidatingHandler(t, tc.allowed, interceptor.Funcs{}, tc.stored...)
-			resp := h.Handle(context.Background(), ppsRequest(t, tc.op, tc.obj, tc.old))
+			var version []string
+			if tc.version != "" {
+				version = []string{tc.version}
+			}
+			resp := h.Handle(context.Background(), ppsRequest(t, tc.op, tc.obj, tc.old, version...))
 			if tc.wantFields == nil {
 				if !resp.Allowed {
 					t.Fatalf("denied: %v", resp.Result)

@@ -7,6 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	kruiseappsv1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruiseappsv1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	kubestellarcommunityv1alpha1 "github.com/drover-dev/drover/api/kubestellar/community/v1alpha1"
 	kubestellarcontrolv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
 	openyurtappsv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
@@ -18,6 +19,7 @@ import (
 // addAPIs adds the API packages of every controller in the registry to s.
 func addAPIs(s *runtime.Scheme) {
 	utilruntime.Must(kruiseappsv1alpha1.AddToScheme(s))
+	utilruntime.Must(kruiseappsv1beta1.AddToScheme(s))
 	utilruntime.Must(kubestellarcommunityv1alpha1.AddToScheme(s))
 	utilruntime.Must(kubestellarcontrolv1alpha1.AddToScheme(s))
 	utilruntime.Must(openyurtappsv1alpha1.AddToScheme(s))

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 // PPSWrapper builds a PersistentPodState.
@@ -40,6 +41,12 @@ func MakePPS(name, ns, target string) *PPSWrapper {
 
 // Obj returns a copy of the PersistentPodState built so far.
 func (w *PPSWrapper) Obj() *kruisev1alpha1.PersistentPodState { return w.DeepCopy() }
+
+// Hub returns the PersistentPodState built so far converted to the hub version, v1beta1, the version the
+// controller and the webhooks work on.
+func (w *PPSWrapper) Hub() *kruisev1beta1.PersistentPodState {
+	return kruisev1alpha1.ToHub(&w.PersistentPodState)
+}
 
 // Target sets spec.targetRef.
 func (w *PPSWrapper) Target(apiVersion, kind, name string) *PPSWrapper {
@@ -70,8 +77,8 @@ func (w *PPSWrapper) PersistAnnotations(keys ...string) *PPSWrapper {
 }
 
 // Retention sets the retention policy.
-func (w *PPSWrapper) Retention(p kruisev1alpha1.PersistentPodStateRetentionPolicyType) *PPSWrapper {
-	w.Spec.PersistentPodStateRetentionPolicy = p
+func (w *PPSWrapper) Retention(p kruisev1beta1.PersistentPodStateRetentionPolicyType) *PPSWrapper {
+	w.Spec.PersistentPodStateRetentionPolicy = kruisev1alpha1.PersistentPodStateRetentionPolicyType(p)
 	return w
 }
 

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 const (
@@ -22,10 +22,10 @@ const (
 var mt0 = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 
 // State is a short name for a record.
-type State = kruisev1alpha1.PodState
+type State = kruisev1beta1.PodState
 
 // States is a short name for status.podStates.
-type States = map[string]kruisev1alpha1.PodState
+type States = map[string]kruisev1beta1.PodState
 
 // pairs returns a map from key, value pairs; nil when there are none (records never hold empty maps).
 func pairs(kv ...string) map[string]string {
@@ -51,21 +51,21 @@ func withAnnos(e State, kv ...string) State {
 }
 
 // ppsOpt modifies a test PersistentPodState.
-type ppsOpt func(*kruisev1alpha1.PersistentPodState)
+type ppsOpt func(*kruisev1beta1.PersistentPodState)
 
 // newPPS returns a PersistentPodState of the web StatefulSet requiring zoneKey and preferring hostKey.
-func newPPS(opts ...ppsOpt) *kruisev1alpha1.PersistentPodState {
-	pps := &kruisev1alpha1.PersistentPodState{
+func newPPS(opts ...ppsOpt) *kruisev1beta1.PersistentPodState {
+	pps := &kruisev1beta1.PersistentPodState{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: testNS, UID: "pps-uid", Generation: 3,
 			ResourceVersion: "12345", CreationTimestamp: mt0},
-		Spec: kruisev1alpha1.PersistentPodStateSpec{
-			TargetRef:                  kruisev1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web"},
-			RequiredPersistentTopology: &kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{zoneKey}},
-			PreferredPersistentTopology: []kruisev1alpha1.PreferredTopologyTerm{
-				{Weight: 100, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{hostKey}}},
+		Spec: kruisev1beta1.PersistentPodStateSpec{
+			TargetRef:                  kruisev1beta1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web"},
+			RequiredPersistentTopology: &kruisev1beta1.NodeTopologyTerm{Keys: []string{zoneKey}},
+			PreferredPersistentTopology: []kruisev1beta1.PreferredTopologyTerm{
+				{Weight: 100, Preference: kruisev1beta1.NodeTopologyTerm{Keys: []string{hostKey}}},
 			},
 		},
-		Status: kruisev1alpha1.PersistentPodStateStatus{ObservedGeneration: 3},
+		Status: kruisev1beta1.PersistentPodStateStatus{ObservedGeneration: 3},
 	}
 	for _, o := range opts {
 		o(pps)
@@ -74,39 +74,39 @@ func newPPS(opts ...ppsOpt) *kruisev1alpha1.PersistentPodState {
 }
 
 func withStates(s States) ppsOpt {
-	return func(p *kruisev1alpha1.PersistentPodState) { p.Status.PodStates = s }
+	return func(p *kruisev1beta1.PersistentPodState) { p.Status.PodStates = s }
 }
 
-func withPolicy(policy kruisev1alpha1.PersistentPodStateRetentionPolicyType) ppsOpt {
-	return func(p *kruisev1alpha1.PersistentPodState) { p.Spec.PersistentPodStateRetentionPolicy = policy }
+func withPolicy(policy kruisev1beta1.PersistentPodStateRetentionPolicyType) ppsOpt {
+	return func(p *kruisev1beta1.PersistentPodState) { p.Spec.PersistentPodStateRetentionPolicy = policy }
 }
 
 // withRequired replaces the required keys (none: no required term).
 func withRequired(keys ...string) ppsOpt {
-	return func(p *kruisev1alpha1.PersistentPodState) {
+	return func(p *kruisev1beta1.PersistentPodState) {
 		p.Spec.RequiredPersistentTopology = nil
 		if len(keys) > 0 {
-			p.Spec.RequiredPersistentTopology = &kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: keys}
+			p.Spec.RequiredPersistentTopology = &kruisev1beta1.NodeTopologyTerm{Keys: keys}
 		}
 	}
 }
 
 // withPreferred replaces the preferred terms by one term per key list.
 func withPreferred(terms ...[]string) ppsOpt {
-	return func(p *kruisev1alpha1.PersistentPodState) {
+	return func(p *kruisev1beta1.PersistentPodState) {
 		p.Spec.PreferredPersistentTopology = nil
 		for _, keys := range terms {
 			p.Spec.PreferredPersistentTopology = append(p.Spec.PreferredPersistentTopology,
-				kruisev1alpha1.PreferredTopologyTerm{Weight: 50, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: keys}})
+				kruisev1beta1.PreferredTopologyTerm{Weight: 50, Preference: kruisev1beta1.NodeTopologyTerm{Keys: keys}})
 		}
 	}
 }
 
 func withAnnotationKeys(keys ...string) ppsOpt {
-	return func(p *kruisev1alpha1.PersistentPodState) {
+	return func(p *kruisev1beta1.PersistentPodState) {
 		p.Spec.PersistentPodAnnotations = nil
 		for _, k := range keys {
-			p.Spec.PersistentPodAnnotations = append(p.Spec.PersistentPodAnnotations, kruisev1alpha1.PersistentPodAnnotation{Key: k})
+			p.Spec.PersistentPodAnnotations = append(p.Spec.PersistentPodAnnotations, kruisev1beta1.PersistentPodAnnotation{Key: k})
 		}
 	}
 }
@@ -181,6 +181,6 @@ func tappTarget(replicas int32) *Target {
 }
 
 // compute runs Compute over pps, target and pods with testNodes and no in-life changes.
-func compute(pps *kruisev1alpha1.PersistentPodState, target *Target, pods ...*corev1.Pod) Result {
+func compute(pps *kruisev1beta1.PersistentPodState, target *Target, pods ...*corev1.Pod) Result {
 	return Compute(Pass{PPS: pps, Target: target, Pods: pods, Node: lookupIn(testNodes, nil)})
 }

@@ -3,7 +3,7 @@ package core
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 // keySet is a list of keys without duplicates, in first-seen order, with a membership index.
@@ -60,8 +60,8 @@ func (ks keySet) restrict(m map[string]string) map[string]string {
 // cover exactly the tracked keys; it then holds the node's value of every tracked key the node has.
 // Otherwise it is left alone, so node label values changing later are not followed. e has already been
 // restricted to the tracked keys, so equal sizes mean equal key sets.
-func (c *computation) recordTopology(e kruisev1alpha1.PodState, exists bool, node string,
-	labels map[string]string) kruisev1alpha1.PodState {
+func (c *computation) recordTopology(e kruisev1beta1.PodState, exists bool, node string,
+	labels map[string]string) kruisev1beta1.PodState {
 	if exists && e.NodeName == node && len(e.NodeTopologyLabels) == len(c.topologyKeys.list) {
 		return e
 	}
@@ -89,7 +89,7 @@ func (c *computation) recordTopology(e kruisev1alpha1.PodState, exists bool, nod
 //     lived: then cur replaces rec.
 //
 // An in-life observation whose value the record ends up holding is listed as consumed.
-func (c *computation) recordAnnotations(e kruisev1alpha1.PodState, pod *corev1.Pod) kruisev1alpha1.PodState {
+func (c *computation) recordAnnotations(e kruisev1beta1.PodState, pod *corev1.Pod) kruisev1beta1.PodState {
 	copied := false
 	for _, k := range c.annotationKeys.list {
 		cur, hasCur := pod.Annotations[k]

@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 // recorded returns records on n1 for the given names.
@@ -20,7 +20,7 @@ func recorded(names ...string) States {
 
 // removalCase is one pass over the records have with the pods, under the policy.
 type removalCase struct {
-	policy kruisev1alpha1.PersistentPodStateRetentionPolicyType
+	policy kruisev1beta1.PersistentPodStateRetentionPolicyType
 	target *Target
 	have   States
 	pods   []*corev1.Pod
@@ -79,12 +79,12 @@ var removalCases = map[string]removalCase{
 		want: recorded("web", "web-x", "web-", "web-0"),
 	},
 	"WhenDeleted: scale-down keeps records": {
-		policy: kruisev1alpha1.RetainWhenDeleted, target: nativeTarget(1, 0),
+		policy: kruisev1beta1.RetainWhenDeleted, target: nativeTarget(1, 0),
 		have: recorded("web-0", "web-1", "web-7"), pods: []*corev1.Pod{readyPod("web-1", "n1", terminating)},
 		want: recorded("web-0", "web-1", "web-7"),
 	},
 	"explicit WhenScaled": {
-		policy: kruisev1alpha1.RetainWhenScaled, target: nativeTarget(1, 0), have: recorded("web-0", "web-1"),
+		policy: kruisev1beta1.RetainWhenScaled, target: nativeTarget(1, 0), have: recorded("web-0", "web-1"),
 		want: recorded("web-0"),
 	},
 	"unknown policy behaves as WhenScaled": {
@@ -126,22 +126,22 @@ func TestComputeTargetGoneOrEmpty(t *testing.T) {
 		readyPod("web-1", "n1"),                    // no record: not added
 	}
 	cases := map[string]struct {
-		policy kruisev1alpha1.PersistentPodStateRetentionPolicyType
+		policy kruisev1beta1.PersistentPodStateRetentionPolicyType
 		target *Target
 		want   States
 	}{
-		"missing, WhenScaled":    {policy: kruisev1alpha1.RetainWhenScaled, target: nil, want: nil},
-		"missing, WhenDeleted":   {policy: kruisev1alpha1.RetainWhenDeleted, target: nil, want: nil},
-		"deleting, WhenScaled":   {policy: kruisev1alpha1.RetainWhenScaled, target: deleting, want: nil},
-		"deleting, WhenDeleted":  {policy: kruisev1alpha1.RetainWhenDeleted, target: deleting, want: nil},
-		"0 replicas, WhenScaled": {policy: kruisev1alpha1.RetainWhenScaled, target: nativeTarget(0, 0), want: nil},
+		"missing, WhenScaled":    {policy: kruisev1beta1.RetainWhenScaled, target: nil, want: nil},
+		"missing, WhenDeleted":   {policy: kruisev1beta1.RetainWhenDeleted, target: nil, want: nil},
+		"deleting, WhenScaled":   {policy: kruisev1beta1.RetainWhenScaled, target: deleting, want: nil},
+		"deleting, WhenDeleted":  {policy: kruisev1beta1.RetainWhenDeleted, target: deleting, want: nil},
+		"0 replicas, WhenScaled": {policy: kruisev1beta1.RetainWhenScaled, target: nativeTarget(0, 0), want: nil},
 		"0 replicas, empty":      {policy: "", target: nativeTarget(0, 0), want: nil},
 		"0 replicas, unknown":    {policy: "Sometimes", target: nativeTarget(0, 0), want: nil},
 		"0 replicas, WhenDeleted": {
-			policy: kruisev1alpha1.RetainWhenDeleted, target: nativeTarget(0, 0), want: frozen,
+			policy: kruisev1beta1.RetainWhenDeleted, target: nativeTarget(0, 0), want: frozen,
 		},
 		"negative replicas, WhenDeleted": {
-			policy: kruisev1alpha1.RetainWhenDeleted, target: &Target{Replicas: -1}, want: frozen,
+			policy: kruisev1beta1.RetainWhenDeleted, target: &Target{Replicas: -1}, want: frozen,
 		},
 	}
 	for name, tc := range cases {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 // DefaultSizeLimit is the default bound, in bytes, of a PersistentPodState's estimated stored size. etcd
@@ -48,7 +48,7 @@ const unencodable = math.MaxInt / 4
 // Estimate returns the estimated stored size of pps with podStates as its status.podStates: the JSON
 // encoding of the object without metadata.managedFields (with apiVersion and kind, which the cache may have
 // cleared), plus, for each record, the managedFields allowance of managedSize. It does not modify pps.
-func Estimate(pps *kruisev1alpha1.PersistentPodState, podStates map[string]kruisev1alpha1.PodState) int {
+func Estimate(pps *kruisev1beta1.PersistentPodState, podStates map[string]kruisev1beta1.PodState) int {
 	n := baseSize(pps, podStates)
 	for name, e := range podStates {
 		n += managedSize(name, e)
@@ -58,12 +58,12 @@ func Estimate(pps *kruisev1alpha1.PersistentPodState, podStates map[string]kruis
 
 // baseSize returns the length of the JSON encoding of pps with podStates as its records, without
 // managedFields.
-func baseSize(pps *kruisev1alpha1.PersistentPodState, podStates map[string]kruisev1alpha1.PodState) int {
+func baseSize(pps *kruisev1beta1.PersistentPodState, podStates map[string]kruisev1beta1.PodState) int {
 	cp := *pps // shallow: only fields of the copy are replaced, nothing shared is written
 	cp.ManagedFields = nil
 	cp.Status.PodStates = podStates
 	if cp.APIVersion == "" || cp.Kind == "" {
-		cp.APIVersion = kruisev1alpha1.GroupVersion.String()
+		cp.APIVersion = kruisev1beta1.GroupVersion.String()
 		cp.Kind = "PersistentPodState"
 	}
 	raw, err := json.Marshal(&cp)
@@ -74,7 +74,7 @@ func baseSize(pps *kruisev1alpha1.PersistentPodState, podStates map[string]kruis
 }
 
 // managedSize is the managedFields allowance of one record.
-func managedSize(name string, e kruisev1alpha1.PodState) int {
+func managedSize(name string, e kruisev1beta1.PodState) int {
 	n := len(name) + EntryOverhead
 	if e.NodeName != "" {
 		n += len("nodeName")
@@ -108,10 +108,10 @@ const emptyPodStatesSize = len(`,"podStates":{}`)
 //
 // The estimate is incremental: one encoding of the object with the kept records, plus each new record's
 // encoded size and managedFields allowance.
-func Guard(pps *kruisev1alpha1.PersistentPodState, want map[string]kruisev1alpha1.PodState,
-	limit int) (map[string]kruisev1alpha1.PodState, int) {
+func Guard(pps *kruisev1beta1.PersistentPodState, want map[string]kruisev1beta1.PodState,
+	limit int) (map[string]kruisev1beta1.PodState, int) {
 	current := pps.Status.PodStates
-	out := make(map[string]kruisev1alpha1.PodState, len(want))
+	out := make(map[string]kruisev1beta1.PodState, len(want))
 	var added []string
 	for name, e := range want {
 		if _, ok := current[name]; ok {
@@ -139,7 +139,7 @@ func Guard(pps *kruisev1alpha1.PersistentPodState, want map[string]kruisev1alpha
 }
 
 // encodedEntrySize bounds what one record adds to the object's JSON: `"<name>":<record>,`.
-func encodedEntrySize(name string, e kruisev1alpha1.PodState) int {
+func encodedEntrySize(name string, e kruisev1beta1.PodState) int {
 	k, errK := json.Marshal(name)
 	v, errV := json.Marshal(e)
 	if errK != nil || errV != nil {
@@ -164,7 +164,7 @@ func compareByOrdinal(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-func nilIfEmpty(m map[string]kruisev1alpha1.PodState) map[string]kruisev1alpha1.PodState {
+func nilIfEmpty(m map[string]kruisev1beta1.PodState) map[string]kruisev1beta1.PodState {
 	if len(m) == 0 {
 		return nil
 	}

@@ -14,21 +14,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/managedfields/managedfieldstest"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 // storedSize returns the size etcd stores for pps: its JSON with the managedFields a real field manager
 // computes when a generator writes the spec and the controller then writes the status through the status
 // subresource (resourceVersion is not stored).
-func storedSize(t testing.TB, pps *kruisev1alpha1.PersistentPodState) int {
+func storedSize(t testing.TB, pps *kruisev1beta1.PersistentPodState) int {
 	t.Helper()
-	gvk := kruisev1alpha1.GroupVersion.WithKind("PersistentPodState")
+	gvk := kruisev1beta1.GroupVersion.WithKind("PersistentPodState")
 	fm := managedfieldstest.NewTestFieldManagerSubresource(managedfields.NewDeducedTypeConverter(), gvk, "status")
 	obj := pps.DeepCopy()
 	obj.APIVersion, obj.Kind = gvk.GroupVersion().String(), gvk.Kind
 	obj.ManagedFields = nil
 	specOnly := obj.DeepCopy()
-	specOnly.Status = kruisev1alpha1.PersistentPodStateStatus{}
+	specOnly.Status = kruisev1beta1.PersistentPodStateStatus{}
 	if err := fm.Update(toUnstructured(t, specOnly), "drover-generator"); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestEstimate(t *testing.T) {
 	}
 	encoded := pps.DeepCopy()
 	encoded.ManagedFields = nil
-	encoded.APIVersion, encoded.Kind = "apps.kruise.io/v1alpha1", "PersistentPodState"
+	encoded.APIVersion, encoded.Kind = "apps.kruise.io/v1beta1", "PersistentPodState"
 	encoded.Status.PodStates = states
 	raw, err := json.Marshal(encoded)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 // InLifeKey names an in-life annotation change: the pod instance (UID) and the annotation key.
@@ -20,7 +20,7 @@ type InLifeKey struct {
 // Pass is the input of one status computation.
 type Pass struct {
 	// PPS is the object as read from the cache; never modified.
-	PPS *kruisev1alpha1.PersistentPodState
+	PPS *kruisev1beta1.PersistentPodState
 	// Target is what was learned of the workload; nil when it was not found.
 	Target *Target
 	// Pods are the pods whose controller is the target, in any state; never modified.
@@ -47,7 +47,7 @@ type Mismatch struct {
 type Result struct {
 	// PodStates is the new status.podStates: nil when empty, and without empty inner maps. Entries that did
 	// not change share their maps with the input.
-	PodStates map[string]kruisev1alpha1.PodState
+	PodStates map[string]kruisev1beta1.PodState
 	// Mismatches are the recorded annotation values kept while the live pod shows another value, sorted by
 	// pod name, then key.
 	Mismatches []Mismatch
@@ -69,7 +69,7 @@ func Compute(p Pass) Result {
 	if p.PPS == nil || p.Target == nil || p.Target.Deleting {
 		return Result{}
 	}
-	whenDeleted := p.PPS.Spec.PersistentPodStateRetentionPolicy == kruisev1alpha1.RetainWhenDeleted
+	whenDeleted := p.PPS.Spec.PersistentPodStateRetentionPolicy == kruisev1beta1.RetainWhenDeleted
 	if p.Target.Replicas <= 0 && !whenDeleted {
 		return Result{}
 	}
@@ -105,10 +105,10 @@ func newComputation(p *Pass) *computation {
 	spec := &p.PPS.Spec
 	var topology []string
 	if r := spec.RequiredPersistentTopology; r != nil {
-		topology = append(topology, r.NodeTopologyKeys...)
+		topology = append(topology, r.Keys...)
 	}
 	for _, term := range spec.PreferredPersistentTopology {
-		topology = append(topology, term.Preference.NodeTopologyKeys...)
+		topology = append(topology, term.Preference.Keys...)
 	}
 	annotations := make([]string, 0, len(spec.PersistentPodAnnotations))
 	for _, a := range spec.PersistentPodAnnotations {
@@ -124,9 +124,9 @@ func newComputation(p *Pass) *computation {
 
 // pruned returns the current records, each restricted to the tracked topology keys and the persisted
 // annotation keys. The returned map is new; unchanged entries share their inner maps with the input.
-func (c *computation) pruned() map[string]kruisev1alpha1.PodState {
+func (c *computation) pruned() map[string]kruisev1beta1.PodState {
 	current := c.pass.PPS.Status.PodStates
-	out := make(map[string]kruisev1alpha1.PodState, max(len(current), len(c.pass.Pods)))
+	out := make(map[string]kruisev1beta1.PodState, max(len(current), len(c.pass.Pods)))
 	for name, e := range current {
 		e.NodeTopologyLabels = c.topologyKeys.restrict(e.NodeTopologyLabels)
 		e.Annotations = c.annotationKeys.restrict(e.Annotations)
@@ -137,7 +137,7 @@ func (c *computation) pruned() map[string]kruisev1alpha1.PodState {
 
 // record records every eligible pod into out and returns the active pods by name. A pod whose node is not
 // in the cache is not recorded this pass (its record keeps only the pruning).
-func (c *computation) record(out map[string]kruisev1alpha1.PodState) map[string]*corev1.Pod {
+func (c *computation) record(out map[string]kruisev1beta1.PodState) map[string]*corev1.Pod {
 	active := make(map[string]*corev1.Pod, len(c.pass.Pods))
 	for _, pod := range c.pass.Pods {
 		if pod == nil || !isActive(pod) {
@@ -176,7 +176,7 @@ func (c *computation) node(name string) (map[string]string, bool) {
 // removeScaledDown removes, under WhenScaled, the records of names whose ordinal is not valid and that no
 // active pod holds. Names without an ordinal are kept, and so is a valid name whose pod is gone: keeping it
 // is what brings a pod created again back to its place.
-func removeScaledDown(out map[string]kruisev1alpha1.PodState, active map[string]*corev1.Pod, valid Ordinals) {
+func removeScaledDown(out map[string]kruisev1beta1.PodState, active map[string]*corev1.Pod, valid Ordinals) {
 	for name := range out {
 		if o, ok := OrdinalOf(name); !ok || valid.Contains(o) {
 			continue
@@ -188,7 +188,7 @@ func removeScaledDown(out map[string]kruisev1alpha1.PodState, active map[string]
 }
 
 // finish sets the result's podStates and orders its lists.
-func (c *computation) finish(out map[string]kruisev1alpha1.PodState) Result {
+func (c *computation) finish(out map[string]kruisev1beta1.PodState) Result {
 	if len(out) > 0 {
 		c.res.PodStates = out
 	}

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 // DefaultIdentityKeys are the node label keys that name one node when Options.IdentityKeys is nil.
@@ -59,7 +59,7 @@ type Result struct {
 // When any of these steered the pod, kruise.io/injected-persistent-pod-state is set to the PPS's name. A pod
 // whose only required keys all conflict, and that gets nothing else, is not marked: nothing of the PPS
 // steers it.
-func Pod(pod *corev1.Pod, pps *kruisev1alpha1.PersistentPodState, opts Options) Result {
+func Pod(pod *corev1.Pod, pps *kruisev1beta1.PersistentPodState, opts Options) Result {
 	entry, ok := pps.Status.PodStates[pod.Name]
 	if !ok {
 		return Result{NoState: true}
@@ -71,8 +71,8 @@ func Pod(pod *corev1.Pod, pps *kruisev1alpha1.PersistentPodState, opts Options) 
 	if !required && !preferred && !restored {
 		return res
 	}
-	if pod.Annotations[kruisev1alpha1.AnnotationInjectedPersistentPodState] != pps.Name {
-		setAnnotation(pod, kruisev1alpha1.AnnotationInjectedPersistentPodState, pps.Name)
+	if pod.Annotations[kruisev1beta1.AnnotationInjectedPersistentPodState] != pps.Name {
+		setAnnotation(pod, kruisev1beta1.AnnotationInjectedPersistentPodState, pps.Name)
 		res.Mutated = true
 	}
 	return res
@@ -80,7 +80,7 @@ func Pod(pod *corev1.Pod, pps *kruisev1alpha1.PersistentPodState, opts Options) 
 
 // injectRequired merges the recorded values of the required keys into the pod's nodeSelector. It reports
 // whether some recorded value steers the pod (set now, or already there).
-func injectRequired(pod *corev1.Pod, spec *kruisev1alpha1.PersistentPodStateSpec, entry *kruisev1alpha1.PodState,
+func injectRequired(pod *corev1.Pod, spec *kruisev1beta1.PersistentPodStateSpec, entry *kruisev1beta1.PodState,
 	opts Options, res *Result) bool {
 	if spec.RequiredPersistentTopology == nil {
 		return false
@@ -92,7 +92,7 @@ func injectRequired(pod *corev1.Pod, spec *kruisev1alpha1.PersistentPodStateSpec
 	nodeGone := onceNodeGone(opts.NodeGone, entry.NodeName)
 	steered := false
 	seen := map[string]bool{}
-	for _, key := range spec.RequiredPersistentTopology.NodeTopologyKeys {
+	for _, key := range spec.RequiredPersistentTopology.Keys {
 		value, recorded := entry.NodeTopologyLabels[key]
 		if !recorded || seen[key] {
 			continue
@@ -137,7 +137,7 @@ func onceNodeGone(fn func(string) bool, nodeName string) func() bool {
 
 // injectPreferred appends one preferred node-affinity term per spec term with a recorded key. It reports
 // whether some term steers the pod (appended now, or already there).
-func injectPreferred(pod *corev1.Pod, spec *kruisev1alpha1.PersistentPodStateSpec, entry *kruisev1alpha1.PodState,
+func injectPreferred(pod *corev1.Pod, spec *kruisev1beta1.PersistentPodStateSpec, entry *kruisev1beta1.PodState,
 	res *Result) bool {
 	steered := false
 	for i := range spec.PreferredPersistentTopology {
@@ -163,10 +163,10 @@ func injectPreferred(pod *corev1.Pod, spec *kruisev1alpha1.PersistentPodStateSpe
 
 // preferredTerm builds the scheduling term of one spec term from the recorded values of its keys, in the
 // term's order. It returns false when no key of the term was recorded.
-func preferredTerm(spec *kruisev1alpha1.PreferredTopologyTerm, entry *kruisev1alpha1.PodState) (corev1.PreferredSchedulingTerm, bool) {
+func preferredTerm(spec *kruisev1beta1.PreferredTopologyTerm, entry *kruisev1beta1.PodState) (corev1.PreferredSchedulingTerm, bool) {
 	var exprs []corev1.NodeSelectorRequirement
 	seen := map[string]bool{}
-	for _, key := range spec.Preference.NodeTopologyKeys {
+	for _, key := range spec.Preference.Keys {
 		value, recorded := entry.NodeTopologyLabels[key]
 		if !recorded || seen[key] {
 			continue
@@ -205,9 +205,9 @@ func ensurePreferredTerms(pod *corev1.Pod) *[]corev1.PreferredSchedulingTerm {
 
 // restoreAnnotations sets the recorded annotations the pod lacks, when the PPS opted in. It reports whether
 // it set any.
-func restoreAnnotations(pod *corev1.Pod, pps *kruisev1alpha1.PersistentPodState, entry *kruisev1alpha1.PodState,
+func restoreAnnotations(pod *corev1.Pod, pps *kruisev1beta1.PersistentPodState, entry *kruisev1beta1.PodState,
 	res *Result) bool {
-	if pps.Annotations[kruisev1alpha1.AnnotationRestorePersistentPodAnnotations] != "true" {
+	if pps.Annotations[kruisev1beta1.AnnotationRestorePersistentPodAnnotations] != "true" {
 		return false
 	}
 	for _, a := range pps.Spec.PersistentPodAnnotations {

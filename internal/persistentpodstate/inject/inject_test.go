@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 const (
@@ -19,18 +19,18 @@ const (
 
 // basePPS returns a PPS with a required zone+hostname term, one preferred zone term of weight 50, the ip
 // annotation persisted, and an entry for web-0 on node-a in zone-a.
-func basePPS(mods ...func(*kruisev1alpha1.PersistentPodState)) *kruisev1alpha1.PersistentPodState {
-	pps := &kruisev1alpha1.PersistentPodState{
+func basePPS(mods ...func(*kruisev1beta1.PersistentPodState)) *kruisev1beta1.PersistentPodState {
+	pps := &kruisev1beta1.PersistentPodState{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-pps", Namespace: "ns"},
-		Spec: kruisev1alpha1.PersistentPodStateSpec{
-			TargetRef:                  kruisev1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web"},
-			RequiredPersistentTopology: &kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{zoneKey, hostKey}},
-			PreferredPersistentTopology: []kruisev1alpha1.PreferredTopologyTerm{
-				{Weight: 50, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{zoneKey}}},
+		Spec: kruisev1beta1.PersistentPodStateSpec{
+			TargetRef:                  kruisev1beta1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web"},
+			RequiredPersistentTopology: &kruisev1beta1.NodeTopologyTerm{Keys: []string{zoneKey, hostKey}},
+			PreferredPersistentTopology: []kruisev1beta1.PreferredTopologyTerm{
+				{Weight: 50, Preference: kruisev1beta1.NodeTopologyTerm{Keys: []string{zoneKey}}},
 			},
-			PersistentPodAnnotations: []kruisev1alpha1.PersistentPodAnnotation{{Key: ipKey}},
+			PersistentPodAnnotations: []kruisev1beta1.PersistentPodAnnotation{{Key: ipKey}},
 		},
-		Status: kruisev1alpha1.PersistentPodStateStatus{PodStates: map[string]kruisev1alpha1.PodState{
+		Status: kruisev1beta1.PersistentPodStateStatus{PodStates: map[string]kruisev1beta1.PodState{
 			"web-0": {
 				NodeName:           "node-a",
 				NodeTopologyLabels: map[string]string{zoneKey: "zone-a", hostKey: "node-a"},
@@ -58,7 +58,7 @@ func steered(mods ...func(*corev1.Pod)) *corev1.Pod {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[kruisev1alpha1.AnnotationInjectedPersistentPodState] = "web-pps"
+	pod.Annotations[kruisev1beta1.AnnotationInjectedPersistentPodState] = "web-pps"
 	return pod
 }
 
@@ -104,7 +104,7 @@ func nodeGone(string) bool { return true }
 
 func TestPod(t *testing.T) {
 	tests := map[string]struct {
-		pps     *kruisev1alpha1.PersistentPodState
+		pps     *kruisev1beta1.PersistentPodState
 		pod     *corev1.Pod
 		opts    Options
 		want    *corev1.Pod
@@ -133,8 +133,8 @@ func TestPod(t *testing.T) {
 			wantRes: Result{NoState: true},
 		},
 		"entry without labels or annotations: unchanged": {
-			pps: basePPS(func(p *kruisev1alpha1.PersistentPodState) {
-				p.Status.PodStates["web-0"] = kruisev1alpha1.PodState{NodeName: "node-a"}
+			pps: basePPS(func(p *kruisev1beta1.PersistentPodState) {
+				p.Status.PodStates["web-0"] = kruisev1beta1.PodState{NodeName: "node-a"}
 			}),
 			pod:  basePod(),
 			want: basePod(),
@@ -146,8 +146,8 @@ func TestPod(t *testing.T) {
 			wantRes: Result{Mutated: true, Conflicts: []string{zoneKey}},
 		},
 		"only conflicts: not marked injected": {
-			pps: basePPS(func(p *kruisev1alpha1.PersistentPodState) {
-				p.Spec.RequiredPersistentTopology.NodeTopologyKeys = []string{zoneKey}
+			pps: basePPS(func(p *kruisev1beta1.PersistentPodState) {
+				p.Spec.RequiredPersistentTopology.Keys = []string{zoneKey}
 				p.Spec.PreferredPersistentTopology = nil
 			}),
 			pod:     basePod(withNodeSelector(map[string]string{zoneKey: "zone-b"})),
@@ -155,18 +155,18 @@ func TestPod(t *testing.T) {
 			wantRes: Result{Conflicts: []string{zoneKey}},
 		},
 		"nodeSelector already equal to the recorded values: marked injected": {
-			pps:     basePPS(func(p *kruisev1alpha1.PersistentPodState) { p.Spec.PreferredPersistentTopology = nil }),
+			pps:     basePPS(func(p *kruisev1beta1.PersistentPodState) { p.Spec.PreferredPersistentTopology = nil }),
 			pod:     basePod(withNodeSelector(map[string]string{zoneKey: "zone-a", hostKey: "node-a"})),
 			want:    steered(withNodeSelector(recordedSelector)),
 			wantRes: Result{Mutated: true},
 		},
 		"weight clamped to 1..100, empty term skipped, term keys in order": {
-			pps: basePPS(func(p *kruisev1alpha1.PersistentPodState) {
+			pps: basePPS(func(p *kruisev1beta1.PersistentPodState) {
 				p.Spec.RequiredPersistentTopology = nil
-				p.Spec.PreferredPersistentTopology = []kruisev1alpha1.PreferredTopologyTerm{
-					{Weight: 500, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{hostKey, zoneKey}}},
-					{Weight: 30, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{rackKey}}},
-					{Weight: 0, Preference: kruisev1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{rackKey, zoneKey}}},
+				p.Spec.PreferredPersistentTopology = []kruisev1beta1.PreferredTopologyTerm{
+					{Weight: 500, Preference: kruisev1beta1.NodeTopologyTerm{Keys: []string{hostKey, zoneKey}}},
+					{Weight: 30, Preference: kruisev1beta1.NodeTopologyTerm{Keys: []string{rackKey}}},
+					{Weight: 0, Preference: kruisev1beta1.NodeTopologyTerm{Keys: []string{rackKey, zoneKey}}},
 				}
 			}),
 			pod:     basePod(),
@@ -174,17 +174,17 @@ func TestPod(t *testing.T) {
 			wantRes: Result{Mutated: true},
 		},
 		"an identical preferred term is not added twice": {
-			pps:     basePPS(func(p *kruisev1alpha1.PersistentPodState) { p.Spec.RequiredPersistentTopology = nil }),
+			pps:     basePPS(func(p *kruisev1beta1.PersistentPodState) { p.Spec.RequiredPersistentTopology = nil }),
 			pod:     basePod(withPreferred(zoneTerm)),
 			want:    steered(withPreferred(zoneTerm)),
 			wantRes: Result{Mutated: true},
 		},
 		"restore on: recorded annotation set, the creator's value wins": {
-			pps: basePPS(func(p *kruisev1alpha1.PersistentPodState) {
-				p.Annotations = map[string]string{kruisev1alpha1.AnnotationRestorePersistentPodAnnotations: "true"}
+			pps: basePPS(func(p *kruisev1beta1.PersistentPodState) {
+				p.Annotations = map[string]string{kruisev1beta1.AnnotationRestorePersistentPodAnnotations: "true"}
 				p.Spec.RequiredPersistentTopology, p.Spec.PreferredPersistentTopology = nil, nil
 				p.Spec.PersistentPodAnnotations = append(p.Spec.PersistentPodAnnotations,
-					kruisev1alpha1.PersistentPodAnnotation{Key: "mine"}, kruisev1alpha1.PersistentPodAnnotation{Key: "unrecorded"})
+					kruisev1beta1.PersistentPodAnnotation{Key: "mine"}, kruisev1beta1.PersistentPodAnnotation{Key: "unrecorded"})
 				p.Status.PodStates["web-0"].Annotations["mine"] = "recorded"
 				p.Status.PodStates["web-0"].Annotations["dropped-from-spec"] = "x"
 			}),
@@ -193,8 +193,8 @@ func TestPod(t *testing.T) {
 			wantRes: Result{Mutated: true, Restored: []string{ipKey}},
 		},
 		"restore off: annotations not restored": {
-			pps: basePPS(func(p *kruisev1alpha1.PersistentPodState) {
-				p.Annotations = map[string]string{kruisev1alpha1.AnnotationRestorePersistentPodAnnotations: "yes"}
+			pps: basePPS(func(p *kruisev1beta1.PersistentPodState) {
+				p.Annotations = map[string]string{kruisev1beta1.AnnotationRestorePersistentPodAnnotations: "yes"}
 				p.Spec.RequiredPersistentTopology, p.Spec.PreferredPersistentTopology = nil, nil
 			}),
 			pod:  basePod(),
@@ -215,7 +215,7 @@ func TestPod(t *testing.T) {
 			wantRes: Result{Mutated: true},
 		},
 		"empty nodeName: key kept": {
-			pps: basePPS(func(p *kruisev1alpha1.PersistentPodState) {
+			pps: basePPS(func(p *kruisev1beta1.PersistentPodState) {
 				e := p.Status.PodStates["web-0"]
 				e.NodeName = ""
 				p.Status.PodStates["web-0"] = e
@@ -226,8 +226,8 @@ func TestPod(t *testing.T) {
 			wantRes: Result{Mutated: true},
 		},
 		"custom identity keys: the rack is dropped, the default hostname kept": {
-			pps: basePPS(func(p *kruisev1alpha1.PersistentPodState) {
-				p.Spec.RequiredPersistentTopology.NodeTopologyKeys = []string{hostKey, rackKey}
+			pps: basePPS(func(p *kruisev1beta1.PersistentPodState) {
+				p.Spec.RequiredPersistentTopology.Keys = []string{hostKey, rackKey}
 				p.Spec.PreferredPersistentTopology = nil
 				p.Status.PodStates["web-0"].NodeTopologyLabels[rackKey] = "r1"
 			}),
@@ -237,8 +237,8 @@ func TestPod(t *testing.T) {
 			wantRes: Result{Mutated: true, Dropped: []string{rackKey}},
 		},
 		"only a dropped key: nothing injected": {
-			pps: basePPS(func(p *kruisev1alpha1.PersistentPodState) {
-				p.Spec.RequiredPersistentTopology.NodeTopologyKeys = []string{hostKey}
+			pps: basePPS(func(p *kruisev1beta1.PersistentPodState) {
+				p.Spec.RequiredPersistentTopology.Keys = []string{hostKey}
 				p.Spec.PreferredPersistentTopology = nil
 			}),
 			pod:     basePod(),
@@ -261,8 +261,8 @@ func TestPod(t *testing.T) {
 }
 
 func TestPodIsIdempotent(t *testing.T) {
-	pps := basePPS(func(p *kruisev1alpha1.PersistentPodState) {
-		p.Annotations = map[string]string{kruisev1alpha1.AnnotationRestorePersistentPodAnnotations: "true"}
+	pps := basePPS(func(p *kruisev1beta1.PersistentPodState) {
+		p.Annotations = map[string]string{kruisev1beta1.AnnotationRestorePersistentPodAnnotations: "true"}
 	})
 	pod := basePod()
 	if res := Pod(pod, pps, Options{}); !res.Mutated {
@@ -292,9 +292,9 @@ func TestPodAsksNodeGoneOnlyWhenNeeded(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pps := basePPS(func(p *kruisev1alpha1.PersistentPodState) {
-				p.Spec.RequiredPersistentTopology.NodeTopologyKeys = tc.keys
-				p.Status.PodStates["web-0"] = kruisev1alpha1.PodState{NodeName: tc.nodeName,
+			pps := basePPS(func(p *kruisev1beta1.PersistentPodState) {
+				p.Spec.RequiredPersistentTopology.Keys = tc.keys
+				p.Status.PodStates["web-0"] = kruisev1beta1.PodState{NodeName: tc.nodeName,
 					NodeTopologyLabels: map[string]string{hostKey: "node-a", rackKey: "r1", zoneKey: "zone-a"}}
 			})
 			var asked []string

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/index"
 )
 
@@ -36,7 +36,7 @@ const (
 // description; tests pass them to the fake client.
 func Indexes() []index.Index {
 	return []index.Index{
-		{Object: &kruisev1alpha1.PersistentPodState{}, Field: FieldTarget, Extract: targetValues},
+		{Object: &kruisev1beta1.PersistentPodState{}, Field: FieldTarget, Extract: targetValues},
 		{Object: &corev1.Pod{}, Field: FieldPodController, Extract: index.ControllerUIDValues},
 	}
 }
@@ -47,11 +47,11 @@ func TargetKey(gk schema.GroupKind, name string) string {
 }
 
 func targetValues(obj client.Object) []string {
-	pps, ok := obj.(*kruisev1alpha1.PersistentPodState)
+	pps, ok := obj.(*kruisev1beta1.PersistentPodState)
 	if !ok || pps.Spec.TargetRef.Kind == "" || pps.Spec.TargetRef.Name == "" {
 		return nil
 	}
-	gk, err := kruisev1alpha1.TargetGroupKind(pps.Spec.TargetRef)
+	gk, err := kruisev1beta1.TargetGroupKind(pps.Spec.TargetRef)
 	if err != nil {
 		return nil
 	}
@@ -61,13 +61,13 @@ func targetValues(obj client.Object) []string {
 // ForTarget lists the PersistentPodStates of namespace that target the workload gk/name, sorted oldest
 // first (creation time, then name). It reads without a deep copy: the caller must not modify the results.
 func ForTarget(ctx context.Context, r client.Reader, namespace string, gk schema.GroupKind, name string) (
-	[]*kruisev1alpha1.PersistentPodState, error) {
-	var list kruisev1alpha1.PersistentPodStateList
+	[]*kruisev1beta1.PersistentPodState, error) {
+	var list kruisev1beta1.PersistentPodStateList
 	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{FieldTarget: TargetKey(gk, name)},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing PersistentPodStates of %s %s/%s: %w", gk, namespace, name, err)
 	}
-	out := make([]*kruisev1alpha1.PersistentPodState, len(list.Items))
+	out := make([]*kruisev1beta1.PersistentPodState, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}
@@ -76,7 +76,7 @@ func ForTarget(ctx context.Context, r client.Reader, namespace string, gk schema
 }
 
 // Older orders PersistentPodStates oldest first: by creation time, then by name.
-func Older(a, b *kruisev1alpha1.PersistentPodState) int {
+func Older(a, b *kruisev1beta1.PersistentPodState) int {
 	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 		return c
 	}
@@ -86,8 +86,8 @@ func Older(a, b *kruisev1alpha1.PersistentPodState) int {
 // Oldest returns the oldest PersistentPodState of list that is not being deleted, or nil: the one that
 // steers pods when more than one targets a workload (admission refuses a second one, but it can be
 // bypassed).
-func Oldest(list []*kruisev1alpha1.PersistentPodState) *kruisev1alpha1.PersistentPodState {
-	var best *kruisev1alpha1.PersistentPodState
+func Oldest(list []*kruisev1beta1.PersistentPodState) *kruisev1beta1.PersistentPodState {
+	var best *kruisev1beta1.PersistentPodState
 	for _, p := range list {
 		if p.DeletionTimestamp == nil && (best == nil || Older(p, best) < 0) {
 			best = p

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 // document is the JSON form of the whitelist. encoding/json matches object keys to these fields without
@@ -88,7 +88,7 @@ func dropReason(e Entry, seen map[schema.GroupKind]bool) string {
 	switch {
 	case e.Kind == "":
 		return "no kind"
-	case slices.Contains(kruisev1alpha1.BuiltinTargetKinds, e.GroupKind()):
+	case slices.Contains(kruisev1beta1.BuiltinTargetKinds, e.GroupKind()):
 		return "a built-in kind, supported without whitelisting"
 	case seen[e.GroupKind()]:
 		return "duplicate group and kind, the first entry wins"

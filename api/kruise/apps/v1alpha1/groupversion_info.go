@@ -5,6 +5,10 @@
 // are the CRD's size bounds, the enum of the retention policy and the problem conditions of the status; a
 // healthy object's status carries exactly what OpenKruise writes.
 //
+// v1alpha1 is a spoke: objects are stored as v1beta1, the hub, and this version converts to and from it
+// (ConvertTo, ConvertFrom). The two versions hold the same fields under the same names but one, the node
+// label keys of a topology term (nodeTopologyKeys here, keys in v1beta1), so the conversion loses nothing.
+//
 // +kubebuilder:object:generate=true
 // +groupName=apps.kruise.io
 package v1alpha1

@@ -1,11 +1,13 @@
 package v1alpha1_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
 	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
@@ -219,4 +221,25 @@ func errCauses(errs field.ErrorList) []errCause {
 		out = append(out, errCause{e.Type, e.Field})
 	}
 	return out
+}
+
+// TestOpenKruiseManifestsConvert: OpenKruise's v1alpha1 example converts to its v1beta1 example, and back.
+func TestOpenKruiseManifestsConvert(t *testing.T) {
+	spoke := &kruisev1alpha1.PersistentPodState{}
+	hub := &kruisev1beta1.PersistentPodState{}
+	for file, into := range map[string]any{manifestFile: spoke, "../v1beta1/testdata/openkruise-persistentpodstate.yaml": hub} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(data, into); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	if diff := cmp.Diff(hub, kruisev1alpha1.ToHub(spoke)); diff != "" {
+		t.Errorf("v1alpha1 example converted (-v1beta1 example +converted):\n%s", diff)
+	}
+	if diff := cmp.Diff(spoke, kruisev1alpha1.FromHub(hub)); diff != "" {
+		t.Errorf("v1beta1 example converted (-v1alpha1 example +converted):\n%s", diff)
+	}
 }

@@ -2,88 +2,43 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
-// Annotation and label keys of the PersistentPodState API. The kruise.io keys keep OpenKruise's names and
-// value formats, so workloads annotated for OpenKruise are handled unchanged; drover's own keys are under
-// drover.dev/.
+// The annotation and label keys, condition types and schema bounds of PersistentPodState are those of the
+// hub version; they are repeated here for code that writes v1alpha1 objects.
 const (
-	// AnnotationAutoGeneratePersistentPodState is on a workload: exactly "true" makes drover create and keep a
-	// PersistentPodState for it from the two topology annotations below. Any other value counts as off.
-	AnnotationAutoGeneratePersistentPodState = "kruise.io/auto-generate-persistent-pod-state"
-	// AnnotationRequiredPersistentTopology is on a workload: a comma list of node label keys, the generated
-	// object's spec.requiredPersistentTopology.nodeTopologyKeys.
-	AnnotationRequiredPersistentTopology = "kruise.io/required-persistent-topology"
-	// AnnotationPreferredPersistentTopology is on a workload: a comma list of node label keys, the generated
-	// object's one preferred term, with weight GeneratedPreferredWeight.
-	AnnotationPreferredPersistentTopology = "kruise.io/preferred-persistent-topology"
-	// AnnotationPersistentPodAnnotations is on a workload: a comma list of pod annotation keys, the generated
-	// object's spec.persistentPodAnnotations.
-	AnnotationPersistentPodAnnotations = "kruise.io/persistent-pod-annotations"
-	// AnnotationInjectedPersistentPodState is on a pod: the name of the PersistentPodState whose recorded
-	// state the pod webhook injected into it.
-	AnnotationInjectedPersistentPodState = "kruise.io/injected-persistent-pod-state"
-	// AnnotationRestorePersistentPodAnnotations is on a PersistentPodState (or on a workload, copied to the
-	// generated object): "true" opts in to restoring the recorded annotations on a pod created again.
-	AnnotationRestorePersistentPodAnnotations = "drover.dev/restore-persistent-pod-annotations"
-	// LabelPersistentPodState on a namespace or a pod, with the value LabelValueDisabled, keeps the pod
-	// webhook away from the pods of that namespace or from that pod.
-	LabelPersistentPodState = "drover.dev/persistentpodstate"
-	// LabelValueDisabled is the value of LabelPersistentPodState that excludes.
-	LabelValueDisabled = "disabled"
-	// LabelAggregateToManager with the value "true" on a ClusterRole aggregates its rules into the manager's
-	// role, to grant reading custom workload kinds.
-	LabelAggregateToManager = "drover.dev/aggregate-to-manager"
-	// GeneratedPreferredWeight is the weight of the preferred term generated from
-	// AnnotationPreferredPersistentTopology.
-	GeneratedPreferredWeight = 100
-)
+	AnnotationAutoGeneratePersistentPodState  = kruisev1beta1.AnnotationAutoGeneratePersistentPodState
+	AnnotationRequiredPersistentTopology      = kruisev1beta1.AnnotationRequiredPersistentTopology
+	AnnotationPreferredPersistentTopology     = kruisev1beta1.AnnotationPreferredPersistentTopology
+	AnnotationPersistentPodAnnotations        = kruisev1beta1.AnnotationPersistentPodAnnotations
+	AnnotationInjectedPersistentPodState      = kruisev1beta1.AnnotationInjectedPersistentPodState
+	AnnotationRestorePersistentPodAnnotations = kruisev1beta1.AnnotationRestorePersistentPodAnnotations
+	LabelPersistentPodState                   = kruisev1beta1.LabelPersistentPodState
+	LabelValueDisabled                        = kruisev1beta1.LabelValueDisabled
+	LabelAggregateToManager                   = kruisev1beta1.LabelAggregateToManager
+	GeneratedPreferredWeight                  = kruisev1beta1.GeneratedPreferredWeight
 
-// Condition types of status.conditions (a drover addition). They are problem conditions: present only while
-// true, so a healthy object has no conditions.
-const (
-	// ConditionStatusSizeLimitReached is true while some pods are not recorded because the object would grow
-	// past the status size limit.
-	ConditionStatusSizeLimitReached = "StatusSizeLimitReached"
-	// ConditionTargetUnavailable is true while the target cannot be used: its kind is not allowed, not served
-	// or not readable.
-	ConditionTargetUnavailable = "TargetUnavailable"
-)
+	ConditionStatusSizeLimitReached = kruisev1beta1.ConditionStatusSizeLimitReached
+	ConditionTargetUnavailable      = kruisev1beta1.ConditionTargetUnavailable
 
-// Bounds of the CRD schema. The markers repeat the numbers (they must be literals); the CRD test checks both
-// agree.
-const (
-	// MaxTopologyKeys bounds the keys of one topology term. Every key is recorded for every pod in
-	// status.podStates, so keys multiply the object's size; real objects name one to three keys (zone,
-	// hostname), and a node carries few labels that make sense to pin to.
-	MaxTopologyKeys = 32
-	// MaxPreferredTerms bounds spec.preferredPersistentTopology. Each term becomes one preferred node-affinity
-	// term of every pod created again and adds its keys to every record; real objects have one or two.
-	MaxPreferredTerms = 16
-	// MaxPersistentPodAnnotations bounds spec.persistentPodAnnotations. Every key's value (an annotation value
-	// may be large) is recorded for every pod; real objects name one or two (a CNI's IP annotation).
-	MaxPersistentPodAnnotations = 32
-	// MaxKeyLength bounds a label or annotation key: a qualified name is a DNS subdomain prefix of at most 253
-	// characters, "/" and a name of at most 63.
-	MaxKeyLength = 317
-	// MaxNodeTopologyLabels bounds one record's nodeTopologyLabels: one label per key of the spec, required
-	// and preferred.
-	MaxNodeTopologyLabels = MaxTopologyKeys * (1 + MaxPreferredTerms)
-	// MaxConditions bounds status.conditions: there are two problem condition types, and room for a few more.
-	MaxConditions = 8
+	MaxTopologyKeys             = kruisev1beta1.MaxTopologyKeys
+	MaxPreferredTerms           = kruisev1beta1.MaxPreferredTerms
+	MaxPersistentPodAnnotations = kruisev1beta1.MaxPersistentPodAnnotations
+	MaxKeyLength                = kruisev1beta1.MaxKeyLength
+	MaxNodeTopologyLabels       = kruisev1beta1.MaxNodeTopologyLabels
+	MaxConditions               = kruisev1beta1.MaxConditions
 )
 
 // PersistentPodStateRetentionPolicyType says when the record of a pod identity is removed.
 // +kubebuilder:validation:Enum="";WhenScaled;WhenDeleted
 type PersistentPodStateRetentionPolicyType string
 
+// The retention policies, as in the hub version.
 const (
-	// RetainWhenScaled removes the record of an identity once it is outside the target's replicas (scaled
-	// down), and all records when the target is deleted. It is the default: empty behaves the same.
-	RetainWhenScaled PersistentPodStateRetentionPolicyType = "WhenScaled"
-	// RetainWhenDeleted keeps the records of scaled-down identities, removing them all only when the target
-	// is deleted.
-	RetainWhenDeleted PersistentPodStateRetentionPolicyType = "WhenDeleted"
+	RetainWhenScaled  = PersistentPodStateRetentionPolicyType(kruisev1beta1.RetainWhenScaled)
+	RetainWhenDeleted = PersistentPodStateRetentionPolicyType(kruisev1beta1.RetainWhenDeleted)
 )
 
 // TargetReference names the workload, in the object's namespace, whose pods are tracked. Matching uses the
@@ -101,7 +56,8 @@ type TargetReference struct {
 	Name string `json:"name"`
 }
 
-// NodeTopologyTerm is a set of node label keys whose values are recorded per pod identity.
+// NodeTopologyTerm is a set of node label keys whose values are recorded per pod identity. The field is
+// nodeTopologyKeys in this version and keys in v1beta1; that rename is the only difference between the two.
 type NodeTopologyTerm struct {
 	// NodeTopologyKeys are node label keys, e.g. topology.kubernetes.io/zone.
 	// At most 32 (MaxTopologyKeys): every key is recorded for every pod, and real terms name one to three;
@@ -205,6 +161,9 @@ type PersistentPodStateStatus struct {
 // back to the same topology.
 //
 // The short name pps is drover's: `kubectl get pps` is what users type. It adds a name and changes none.
+//
+// v1alpha1 is served for the manifests and clients written for it; objects are stored as v1beta1 and
+// converted to and from this version.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=pps

@@ -12,6 +12,8 @@ import (
 	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
 )
 
+const manifestFile = "testdata/openkruise-persistentpodstate.yaml"
+
 // TestOpenKruiseManifestRoundTrips: an OpenKruise manifest decodes strictly (every field it uses is known, with
 // its type) and encodes back to the same document, so nothing is lost or renamed on the way through drover.
 func TestOpenKruiseManifestRoundTrips(t *testing.T) {

@@ -207,14 +207,16 @@ type PersistentPodStateStatus struct {
 //
 // The short name pps is drover's: `kubectl get pps` is what users type. It adds a name and changes none.
 //
-// v1beta1 is the hub every other version converts through. It is left out of the CRD (skipversion) until
-// the manager serves the conversion webhook that the rename of the topology keys needs: a CRD without one
-// would drop nodeTopologyKeys when it stores a v1alpha1 object as v1beta1. The CRD markers of a served version
-// (storage version, the status subresource, printer columns as v1alpha1's) come with it: controller-gen
-// refuses a subresource on a version it skips.
+// Objects are stored in v1beta1; every other version is converted to and from it.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:skipversion
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=pps
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Target-Kind",type="string",JSONPath=".spec.targetRef.kind",description="The kind of the tracked workload"
+// +kubebuilder:printcolumn:name="Target-Name",type="string",JSONPath=".spec.targetRef.name",description="The name of the tracked workload"
+// +kubebuilder:printcolumn:name="Retention",type="string",JSONPath=".spec.persistentPodStateRetentionPolicy",priority=1,description="When records are removed"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 type PersistentPodState struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

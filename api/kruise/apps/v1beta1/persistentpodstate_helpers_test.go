@@ -1,4 +1,4 @@
-package v1alpha1_test
+package v1beta1_test
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	kruisev1alpha1 "github.com/drover-dev/drover/api/kruise/apps/v1alpha1"
+	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 )
 
 func TestParseCommaList(t *testing.T) {
@@ -27,7 +27,7 @@ func TestParseCommaList(t *testing.T) {
 		{"a b,c", []string{"a b", "c"}}, // inner spaces are kept: the key check rejects them later
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, kruisev1alpha1.ParseCommaList(tt.in)); diff != "" {
+		if diff := cmp.Diff(tt.want, kruisev1beta1.ParseCommaList(tt.in)); diff != "" {
 			t.Errorf("ParseCommaList(%q) (-want +got):\n%s", tt.in, diff)
 		}
 	}
@@ -40,7 +40,7 @@ func FuzzParseCommaList(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := kruisev1alpha1.ParseCommaList(s)
+		got := kruisev1beta1.ParseCommaList(s)
 		if got != nil && len(got) == 0 {
 			t.Fatalf("ParseCommaList(%q) returned an empty non-nil list", s)
 		}
@@ -55,7 +55,7 @@ func FuzzParseCommaList(f *testing.F) {
 				t.Fatalf("ParseCommaList(%q) invented %q", s, item)
 			}
 		}
-		if again := kruisev1alpha1.ParseCommaList(strings.Join(got, ",")); !slices.Equal(again, got) {
+		if again := kruisev1beta1.ParseCommaList(strings.Join(got, ",")); !slices.Equal(again, got) {
 			t.Fatalf("ParseCommaList(%q) = %q, but parsing it joined gives %q", s, got, again)
 		}
 	})

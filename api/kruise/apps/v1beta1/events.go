@@ -1,4 +1,4 @@
-package v1alpha1
+package v1beta1
 
 // Event reasons of the PersistentPodState controller, on the PersistentPodState (events.k8s.io, source
 // drover-persistentpodstate). Its condition types ConditionTargetUnavailable and
