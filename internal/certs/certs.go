@@ -80,6 +80,9 @@ type Options struct {
 	// Webhooks are the webhook configurations and CRDs whose caBundle the manager keeps (self mode): see
 	// Webhooks.
 	Webhooks []rotator.WebhookInfo
+	// OptionalConversions are the CRDs whose caBundle the manager keeps only when they are installed calling
+	// its Service: see OptionalConversions.
+	OptionalConversions []string
 }
 
 // DNSName is the name the API server checks the certificate against: <service>.<namespace>.svc.
@@ -136,7 +139,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (<-chan struct{}
 	if err := ensureSecret(ctx, mgr.GetAPIReader(), mgr.GetClient(), key, o.CertDir, log); err != nil {
 		return nil, fmt.Errorf("creating the webhook certificate Secret %s: %w", key, err)
 	}
-	hooks, err := ownConversions(ctx, mgr.GetAPIReader(), o.Namespace, o.ServiceName, o.Webhooks, log)
+	hooks, err := ownConversions(ctx, mgr.GetAPIReader(), o.Namespace, o.ServiceName, o.Webhooks, o.OptionalConversions, log)
 	if err != nil {
 		return nil, err
 	}

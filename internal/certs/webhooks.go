@@ -42,38 +42,70 @@ func Webhooks(controllers []*kit.Controller, enabled sets.Set[string]) []rotator
 	return out
 }
 
+// OptionalConversions lists the CRDs whose conversion webhook the controllers --controllers leaves out
+// declare. The manager still serves their conversion (kit.ServesConversion), so Setup injects its CA into
+// each one that is installed calling the manager's Service (make deploy installs every CRD, whatever
+// --controllers says), and leaves out, without a word, one that is not installed: the chart installs no CRD of
+// a disabled controller.
+func OptionalConversions(controllers []*kit.Controller, enabled sets.Set[string]) []string {
+	var out []string
+	for _, c := range controllers {
+		if !enabled.Has(c.Name) {
+			out = append(out, c.ConversionCRDs...)
+		}
+	}
+	return out
+}
+
 // ownConversions returns hooks without the CRD conversions whose CA is not the manager's to keep: a CRD that
 // is installed with no conversion webhook, or one that calls another Service than the manager's
 // (<namespace>/<service>, as the installation renders drover's CRDs). Such a CRD is another installation's
 // (OpenYurt's NodePool CRD, whose conversion webhook is yurt-manager's, while drover leaves NodePools to it)
 // or drover's from a release without conversion; writing the manager's CA into it would break that
 // installation's conversion, and the rotator would fail on a CRD without a conversion webhook. Each dropped
-// CRD is logged. A CRD that is not installed is kept: the rotator only logs it.
+// CRD is logged. A CRD of hooks that is not installed is kept: the rotator only logs it. The CRDs of optional
+// (OptionalConversions) are added when installed and calling the manager's Service.
 func ownConversions(ctx context.Context, reader client.Reader, namespace, service string, hooks []rotator.WebhookInfo,
-	log logr.Logger) ([]rotator.WebhookInfo, error) {
-	out := make([]rotator.WebhookInfo, 0, len(hooks))
-	for _, h := range hooks {
-		if h.Type != rotator.CRDConversion {
-			out = append(out, h)
-			continue
-		}
+	optional []string, log logr.Logger) ([]rotator.WebhookInfo, error) {
+	out := make([]rotator.WebhookInfo, 0, len(hooks)+len(optional))
+	keep := func(name string, missing bool) (bool, error) {
 		// Unstructured: the manager's scheme has no apiextensions types.
 		crd := &unstructured.Unstructured{}
 		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-		err := reader.Get(ctx, client.ObjectKey{Name: h.Name}, crd)
+		err := reader.Get(ctx, client.ObjectKey{Name: name}, crd)
 		switch {
 		case apierrors.IsNotFound(err):
-			out = append(out, h)
-			continue
+			return missing, nil
 		case err != nil:
-			return nil, fmt.Errorf("reading CRD %s: %w", h.Name, err)
+			return false, fmt.Errorf("reading CRD %s: %w", name, err)
 		}
 		if calls := conversionService(crd); calls != namespace+"/"+service {
-			log.Info("Not injecting the CA into a CRD whose conversion webhook is not the manager's", "crd", h.Name,
+			log.Info("Not injecting the CA into a CRD whose conversion webhook is not the manager's", "crd", name,
 				"conversionService", calls, "want", namespace+"/"+service)
-			continue
+			return false, nil
 		}
-		out = append(out, h)
+		return true, nil
+	}
+	for _, h := range hooks {
+		ok := true
+		if h.Type == rotator.CRDConversion {
+			var err error
+			if ok, err = keep(h.Name, true); err != nil {
+				return nil, err
+			}
+		}
+		if ok {
+			out = append(out, h)
+		}
+	}
+	for _, name := range optional {
+		ok, err := keep(name, false)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, rotator.WebhookInfo{Name: name, Type: rotator.CRDConversion})
+		}
 	}
 	return out, nil
 }

@@ -34,6 +34,7 @@ func TestWebhooksOfEnabledControllers(t *testing.T) {
 		{Name: "drover-tapp-validating", Type: rotator.Validating},
 		{Name: "drover-persistentpodstate-mutating", Type: rotator.Mutating},
 		{Name: "drover-persistentpodstate-validating", Type: rotator.Validating},
+		{Name: "persistentpodstates.apps.kruise.io", Type: rotator.CRDConversion},
 		{Name: "drover-stagedbindingpolicy-validating", Type: rotator.Validating},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -60,6 +61,10 @@ func TestWebhooksConversionCRDs(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Webhooks mismatch (-want +got):\n%s", diff)
+	}
+	// The controller left out still has its CRD's conversion served: its CA goes in when the CRD is installed.
+	if diff := cmp.Diff([]string{"offs.example.drover.dev"}, OptionalConversions(controllers, sets.New("thing", "other"))); diff != "" {
+		t.Errorf("OptionalConversions mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -148,6 +153,8 @@ func TestOwnConversions(t *testing.T) {
 		crd("ours.example.drover.dev", webhookAt("drover-system", "drover-webhook-service")),
 		crd("theirs.example.drover.dev", webhookAt("kube-system", "yurt-manager-webhook-service")),
 		crd("old.example.drover.dev", nil),
+		crd("off.example.drover.dev", webhookAt("drover-system", "drover-webhook-service")),
+		crd("offtheirs.example.drover.dev", webhookAt("kube-system", "yurt-manager-webhook-service")),
 	).Build()
 	hooks := []rotator.WebhookInfo{
 		{Name: "drover-thing-validating", Type: rotator.Validating},
@@ -156,11 +163,14 @@ func TestOwnConversions(t *testing.T) {
 		{Name: "old.example.drover.dev", Type: rotator.CRDConversion},
 		{Name: "later.example.drover.dev", Type: rotator.CRDConversion},
 	}
-	got, err := ownConversions(context.Background(), reader, "drover-system", "drover-webhook-service", hooks, logr.Discard())
+	// The CRDs of controllers --controllers leaves out: kept only when installed and calling the manager.
+	optional := []string{"off.example.drover.dev", "offtheirs.example.drover.dev", "offmissing.example.drover.dev"}
+	got, err := ownConversions(context.Background(), reader, "drover-system", "drover-webhook-service", hooks, optional,
+		logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []rotator.WebhookInfo{hooks[0], hooks[1], hooks[4]}
+	want := []rotator.WebhookInfo{hooks[0], hooks[1], hooks[4], {Name: "off.example.drover.dev", Type: rotator.CRDConversion}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ownConversions (-want +got):\n%s", diff)
 	}

@@ -60,8 +60,9 @@ type Controller struct {
 	// ConversionCRDs are the names (<plural>.<group>) of the CustomResourceDefinitions, among CRDs, whose
 	// versions the manager converts for this controller (docs/design/conversion.md). It is the one source of
 	// their conversion: hack/registrygen writes each one's spec.conversion stanza (a webhook at the manager's
-	// Service, path /convert), the manager serves /convert while the controller is enabled by --controllers
-	// (ServesConversion), and with --cert-mode=self it injects its CA into their clientConfig. The kind's
+	// Service, path /convert), the manager serves /convert whenever any controller of its registry declares
+	// some, enabled or not (ServesConversion), and with --cert-mode=self it injects its CA into their
+	// clientConfig (those of a controller --controllers leaves out only when installed). The kind's
 	// types implement conversion.Hub (one version) and conversion.Convertible (the others).
 	ConversionCRDs []string
 	// Namespace is the manager's namespace (--namespace), set by the manager after parsing its flags and before
@@ -198,14 +199,15 @@ func Served(mapper meta.RESTMapper, kinds []schema.GroupVersionKind) error {
 	return nil
 }
 
-// ServesConversion reports whether a controller enabled by --controllers declares ConversionCRDs: the
-// manager then serves the conversion webhook, whether or not that controller runs. Conversion is a pure
-// function of the kind's types, and a CRD installed with its conversion webhook at the manager cannot be read
-// in any version but its storage version without it: a controller that is off for another reason (its own
-// flag, a kind not served) still has its CRD's objects converted, as its admission webhooks are still served.
-func ServesConversion(controllers []*Controller, enabled sets.Set[string]) bool {
+// ServesConversion reports whether any controller of the registry declares ConversionCRDs: the manager then
+// serves the conversion webhook, whether or not that controller is enabled or runs. Conversion is a pure
+// function of the kind's types (every kind is in the manager's scheme), and a CRD installed with its
+// conversion webhook at the manager cannot be read in any version but its storage version without it: a
+// controller left out by --controllers (its CRD still installed, as make deploy installs every CRD) or off for
+// another reason still has its CRD's objects converted.
+func ServesConversion(controllers []*Controller) bool {
 	for _, c := range controllers {
-		if enabled.Has(c.Name) && len(c.ConversionCRDs) > 0 {
+		if len(c.ConversionCRDs) > 0 {
 			return true
 		}
 	}

@@ -59,6 +59,7 @@ type Cluster struct {
 	MetricsAddr, ProbeAddr string
 
 	scheme   *runtime.Scheme
+	crds     []*apiextensionsv1.CustomResourceDefinition
 	env      *envtest.Environment
 	logFiles []*os.File
 	procsMu  sync.Mutex

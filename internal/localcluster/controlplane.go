@@ -61,6 +61,10 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		return fmt.Errorf("starting etcd and kube-apiserver (logs: %s, %s): %w", c.LogPath(Etcd), c.LogPath(APIServer), startErr)
 	}
 	c.Config = cfg
+	// No WebhookOptions: InstallCRDs leaves each CRD's conversion stanza as readCRDs wrote it.
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: c.crds, MaxTime: 2 * time.Minute}); err != nil {
+		return fmt.Errorf("installing the CRDs: %w", err)
+	}
 	if c.Client, err = client.New(cfg, client.Options{Scheme: c.scheme}); err != nil {
 		return err
 	}
@@ -108,8 +112,10 @@ func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 	if err := setArgs(args, c.opts.APIServerArgs); err != nil {
 		return nil, fmt.Errorf("APIServerArgs: %w", err)
 	}
-	crds, err := c.readCRDs()
-	if err != nil {
+	// The CRDs are installed after the control plane starts (startControlPlane), not through the
+	// environment's CRDInstallOptions: envtest's Start rewrites the conversion stanza of every CRD whose kind
+	// is not convertible in its scheme to None, which would drop the manager's conversion webhook.
+	if c.crds, err = c.readCRDs(); err != nil {
 		return nil, err
 	}
 	return &envtest.Environment{
@@ -121,7 +127,6 @@ func (c *Cluster) newEnvironment() (*envtest.Environment, error) {
 		Scheme:                   c.scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  c.opts.StopTimeout,
-		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: crds, MaxTime: 2 * time.Minute},
 	}, nil
 }
 

@@ -204,17 +204,19 @@ func TestCacheOptions(t *testing.T) {
 	}
 }
 
-// TestSetupServesConversion: the conversion webhook is served once a controller enabled by --controllers
-// declares ConversionCRDs, also when it is off for another reason (here its kind is not served), and not
-// otherwise.
+// TestSetupServesConversion: the conversion webhook is served once a controller of the registry declares
+// ConversionCRDs, also when it is off for another reason (here its kind is not served) and when --controllers
+// leaves it out (its CRD may still be installed with the manager as its converter), and not when none does.
 func TestSetupServesConversion(t *testing.T) {
 	thing := schema.GroupVersionKind{Group: "example.drover.dev", Version: "v2", Kind: "Thing"}
 	for name, tc := range map[string]struct {
-		enabled []string
-		want    bool
+		enabled  []string
+		declared bool
+		want     bool
 	}{
-		"declared and enabled":      {enabled: []string{"thing", "other"}, want: true},
-		"declared but not selected": {enabled: []string{"other"}, want: false},
+		"declared and enabled":      {enabled: []string{"thing", "other"}, declared: true, want: true},
+		"declared but not selected": {enabled: []string{"other"}, declared: true, want: true},
+		"declared by none":          {enabled: []string{"thing", "other"}, want: false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
@@ -228,8 +230,11 @@ func TestSetupServesConversion(t *testing.T) {
 				t.Fatal(err)
 			}
 			controllers := []*kit.Controller{
-				{Name: "thing", Kinds: []schema.GroupVersionKind{thing}, ConversionCRDs: []string{"things.example.drover.dev"}},
+				{Name: "thing", Kinds: []schema.GroupVersionKind{thing}},
 				{Name: "other", Kinds: []schema.GroupVersionKind{thing}},
+			}
+			if tc.declared {
+				controllers[0].ConversionCRDs = []string{"things.example.drover.dev"}
 			}
 			if _, err := Setup(context.Background(), mgr, controllers, sets.New(tc.enabled...), true); err != nil {
 				t.Fatal(err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,6 +95,45 @@ var _ = Describe("The webhook certificate", func() {
 		Expect(k8sClient.Get(suiteCtx, secretKey, &after)).To(Succeed())
 		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the Secret is not written")
 		Expect(caBundles("drover-tapp-mutating")).To(Equal(bundles))
+	})
+})
+
+// The CRDs drover converts call the manager's Service with the CA it injected, and a NodePool written in one
+// version reads back in the others through it.
+var _ = Describe("The conversion webhook", func() {
+	It("has its CA in the converted CRDs and converts NodePools between v1alpha1, v1beta1 and v1beta2", func() {
+		var secret corev1.Secret
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: localcluster.ManagerNamespace, Name: localcluster.WebhookSecret},
+			&secret)).To(Succeed())
+		for _, name := range []string{"nodepools.apps.openyurt.io", "persistentpodstates.apps.kruise.io"} {
+			Eventually(func(g Gomega) {
+				crd := &unstructured.Unstructured{}
+				crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+				g.Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+				strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
+				g.Expect(strategy).To(Equal("Webhook"), name)
+				service, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "service", "name")
+				g.Expect(service).To(Equal("drover-webhook-service"), name)
+				bundle, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+				g.Expect(base64.StdEncoding.DecodeString(bundle)).To(Equal(secret.Data["ca.crt"]), name)
+			}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		}
+
+		pool := &openyurtv1beta1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "e2e-conversion"},
+			Spec: openyurtv1beta1.NodePoolSpec{Type: openyurtv1beta1.Cloud}}
+		Expect(k8sClient.Create(suiteCtx, pool)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, pool))).To(Succeed()) })
+		// With the Webhook strategy the API server cannot serve another version than the stored one (v1beta2)
+		// without the manager's answer.
+		for _, version := range []string{"v1alpha1", "v1beta1", "v1beta2"} {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(openyurtv1beta1.GroupVersion.WithKind("NodePool"))
+			u.SetAPIVersion("apps.openyurt.io/" + version)
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pool), u)).To(Succeed(), version)
+			Expect(u.GetAPIVersion()).To(Equal("apps.openyurt.io/"+version), "the API server converted the NodePool")
+			got, _, _ := unstructured.NestedString(u.Object, "spec", "type")
+			Expect(got).To(Equal("Cloud"), version)
+		}
 	})
 })
 
