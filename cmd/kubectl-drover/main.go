@@ -2,7 +2,7 @@
 // `kubectl drover <command>`. It talks to the cluster of the current kubeconfig context with the user's own
 // credentials.
 //
-//	kubectl drover preview tapp|yurtappdaemon|uniteddaemonset [-n NAMESPACE | -A] [-v]
+//	kubectl drover preview tapp|yurtappdaemon|uniteddaemonset|persistentpodstate [-n NAMESPACE | -A] [-v]
 //	kubectl drover rollback tapp [-n NAMESPACE | -A] [--dry-run]
 //
 // preview reads (never writes) the objects another controller left and prints what drover's first passes
@@ -22,9 +22,12 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/drover-dev/drover/internal/persistentpodstate"
+	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 	"github.com/drover-dev/drover/internal/preview"
 	"github.com/drover-dev/drover/internal/scheme"
 	"github.com/drover-dev/drover/internal/tapp"
@@ -40,6 +43,10 @@ Commands:
   preview yurtappdaemon|uniteddaemonset [-n NAMESPACE | -A] [-v]
                                           what drover would do to the children (Deployments, StatefulSets) and
                                           revisions of the YurtAppDaemons or UnitedDaemonSets (read only)
+  preview persistentpodstate [-n NAMESPACE | -A] [-v]
+                                          what drover would do to the records (status) of the
+                                          PersistentPodStates and the PPS generated from workload annotations;
+                                          reads them in v1alpha1, before drover's CRD is installed (read only)
   rollback tapp [-n NAMESPACE | -A] [--dry-run]
                                           put TKEStack's hash labels back on the pods, after stopping drover's
                                           TApp controller and before starting TKEStack's
@@ -81,6 +88,11 @@ var previewers = map[string]func(ctx context.Context, c client.Reader, namespace
 	"tapp": func(ctx context.Context, c client.Reader, namespace string) ([]preview.Report, error) {
 		// The manager's default for instances whose TApp leaves deletePodAfterAppFinish unset.
 		return tapp.Preview(ctx, c, namespace, core.Options{DeletePodAfterAppFinish: true})
+	},
+	"persistentpodstate": func(ctx context.Context, c client.Reader, namespace string) ([]preview.Report, error) {
+		// The whitelist the manager reads by default (--pps-whitelist-configmap in its namespace).
+		return persistentpodstate.Preview(ctx, c, namespace, persistentpodstate.PreviewOptions{WhitelistConfigMap: types.NamespacedName{
+			Namespace: persistentpodstate.DefaultManagerNamespace, Name: whitelist.DefaultConfigMapName}})
 	},
 	"yurtappdaemon":   yurtappdaemon.PreviewYurtAppDaemons,
 	"uniteddaemonset": yurtappdaemon.PreviewUnitedDaemonSets,

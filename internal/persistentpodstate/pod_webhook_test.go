@@ -232,6 +232,17 @@ func TestPodPersistentPodStateHandler(t *testing.T) {
 			}(),
 			wantCounts: map[string]float64{"injected": 1},
 		},
+		// OpenKruise's pod webhook steers the same way (the same annotation, the required keys as nodeSelector
+		// entries, one In term per preferred term): a pod it steered before drover's webhook saw it gets
+		// nothing twice.
+		"a pod OpenKruise steered already: nothing added twice": {
+			raw: ownedPod(podMeta("annotations", map[string]any{kruisev1beta1.AnnotationInjectedPersistentPodState: "web-pps"}),
+				podSpec("nodeSelector", map[string]any{zoneLabel: "zone-a", hostLabel: "node-a"}),
+				podSpec("affinity", map[string]any{"nodeAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{
+					map[string]any{"weight": 50, "preference": map[string]any{"matchExpressions": []any{
+						map[string]any{"key": zoneLabel, "operator": "In", "values": []any{"zone-a"}}}}}}}})),
+			wantPod: injectedPod(both, injected, zoneTerm), wantCounts: map[string]float64{"no_state": 1},
+		},
 		"a stale injected annotation is overwritten": {
 			raw: ownedPod(podMeta("annotations", map[string]any{kruisev1beta1.AnnotationInjectedPersistentPodState: "old-pps"})),
 			wantPaths: []string{"add /metadata/annotations/kruise.io~1injected-persistent-pod-state", "add /spec/affinity",

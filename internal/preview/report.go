@@ -20,6 +20,8 @@ const (
 	Adopt Effect = "adopt"
 	// Relabel: metadata only (labels, annotations); nothing restarts.
 	Relabel Effect = "relabel"
+	// Status: the object's status only (a record added, changed or removed); nothing restarts.
+	Status Effect = "status"
 	// UpdateInPlace: containers restart in place with new images; the pod stays (same name, UID and node).
 	UpdateInPlace Effect = "update-in-place"
 	// Update: the object's spec changes (a child workload rolls its pods per its own strategy).
