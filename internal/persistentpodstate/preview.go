@@ -41,12 +41,12 @@ type PreviewOptions struct {
 // generator rewrites, and the PPS it leaves alone (a target kind drover does not track). drover never
 // changes a running pod: each pod is kept, and is steered by its record only when it is created again.
 //
-// The objects are read in v1alpha1, which OpenKruise and drover both serve, so the preview runs before
-// drover's CRD replaces OpenKruise's.
+// The objects are read in v1beta1, or in v1alpha1 where the CRD does not serve v1beta1 (OpenKruise up to
+// 1.9), so the preview runs before drover's CRD replaces OpenKruise's.
 func Preview(ctx context.Context, c client.Reader, namespace string, opts PreviewOptions) ([]preview.Report, error) {
-	list := &kruisev1alpha1.PersistentPodStateList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing PersistentPodStates (apps.kruise.io/v1alpha1): %w", err)
+	all, err := previewList(ctx, c, namespace)
+	if err != nil {
+		return nil, err
 	}
 	allowed, notice, err := previewWhitelist(ctx, c, opts.WhitelistConfigMap)
 	if err != nil {
@@ -71,12 +71,8 @@ func Preview(ctx context.Context, c client.Reader, namespace string, opts Previe
 		}
 	}
 	f := &Finder{Reader: c, Whitelist: func() *whitelist.Snapshot { return allowed }}
-	out := make([]preview.Report, 0, len(list.Items))
-	for i := range list.Items {
-		hub := &kruisev1beta1.PersistentPodState{}
-		if err := list.Items[i].ConvertTo(hub); err != nil {
-			return nil, fmt.Errorf("converting PersistentPodState %s/%s: %w", list.Items[i].Namespace, list.Items[i].Name, err)
-		}
+	out := make([]preview.Report, 0, len(all))
+	for _, hub := range all {
 		r, err := previewPPS(ctx, f, hub, byController, labels)
 		if err != nil {
 			return nil, err
@@ -85,6 +81,35 @@ func Preview(ctx context.Context, c client.Reader, namespace string, opts Previe
 			r.Notices = append(r.Notices, notice)
 		}
 		out = append(out, r)
+	}
+	return out, nil
+}
+
+// previewList lists the PersistentPodStates of namespace as the hub type: in v1beta1, or in v1alpha1 (converted)
+// when the API server does not serve v1beta1.
+func previewList(ctx context.Context, c client.Reader, namespace string) ([]*kruisev1beta1.PersistentPodState, error) {
+	hubs := &kruisev1beta1.PersistentPodStateList{}
+	err := c.List(ctx, hubs, client.InNamespace(namespace))
+	if err == nil {
+		out := make([]*kruisev1beta1.PersistentPodState, len(hubs.Items))
+		for i := range hubs.Items {
+			out[i] = &hubs.Items[i]
+		}
+		return out, nil
+	}
+	if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("listing PersistentPodStates (apps.kruise.io/v1beta1): %w", err)
+	}
+	list := &kruisev1alpha1.PersistentPodStateList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing PersistentPodStates (apps.kruise.io/v1alpha1): %w", err)
+	}
+	out := make([]*kruisev1beta1.PersistentPodState, len(list.Items))
+	for i := range list.Items {
+		out[i] = &kruisev1beta1.PersistentPodState{}
+		if err := list.Items[i].ConvertTo(out[i]); err != nil {
+			return nil, fmt.Errorf("converting PersistentPodState %s/%s: %w", list.Items[i].Namespace, list.Items[i].Name, err)
+		}
 	}
 	return out, nil
 }

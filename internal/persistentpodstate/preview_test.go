@@ -6,8 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kruisev1beta1 "github.com/drover-dev/drover/api/kruise/apps/v1beta1"
 	"github.com/drover-dev/drover/internal/preview"
@@ -27,7 +31,15 @@ func TestPreview(t *testing.T) {
 		ControlledBy("apps/v1", "StatefulSet", "web", stsUID).
 		State("web-0", "node-a", zone, nil).State("web-5", "node-b", map[string]string{hostKey: "node-b"}, nil).Obj()
 	custom := testutil.MakePPS("db", testNS, "db").Target("demo.drover.dev/v1alpha1", "KVStore", "db").Required(hostKey).Obj()
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(sts, generated, custom,
+	// OpenKruise 1.9's CRD: v1beta1 is not served, the objects are read in v1alpha1.
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, hub := list.(*kruisev1beta1.PersistentPodStateList); hub {
+				return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "apps.kruise.io", Kind: "PersistentPodState"},
+					SearchedVersions: []string{"v1beta1"}}
+			}
+			return c.List(ctx, list, opts...)
+		}}).WithObjects(sts, generated, custom,
 		testutil.MakeNode("node-a").Label(hostKey, "node-a").Obj(), testutil.MakeNode("node-b").Label(hostKey, "node-b").Obj(),
 		testutil.MakePod("web-0", testNS).ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Node("node-a").Ready(true).
 			Annotation(kruisev1beta1.AnnotationInjectedPersistentPodState, "web").NodeSelector(hostKey, "node-a").Obj(),
@@ -81,5 +93,22 @@ func TestPreview(t *testing.T) {
 	}
 	if got := reports[1].Items[0]; got.Object != "PersistentPodState web" || got.Effect != preview.Update {
 		t.Errorf("first item of %s = %+v, want the generated PPS updated", reports[1].Owner, got)
+	}
+}
+
+// TestPreviewReadsV1beta1: where the CRD serves v1beta1 (OpenKruise's main branch, drover), the objects are
+// read in it.
+func TestPreviewReadsV1beta1(t *testing.T) {
+	pps := testutil.MakePPS("web", testNS, "web").Required(hostKey).State("web-0", "node-a", map[string]string{hostKey: "node-a"}, nil).Hub()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(pps,
+		testutil.MakeStatefulSet("web", testNS, 1).UID(stsUID).Obj(), testutil.MakeNode("node-a").Label(hostKey, "node-a").Obj(),
+		testutil.MakePod("web-0", testNS).ControlledBy("apps/v1", "StatefulSet", "web", stsUID).Node("node-a").Ready(true).Obj(),
+	).Build()
+	reports, err := Preview(context.Background(), c, testNS, PreviewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || len(reports[0].Items) != 2 || reports[0].Items[0].Effect != preview.Keep {
+		t.Errorf("reports = %+v, want web's record and pod kept", reports)
 	}
 }
