@@ -110,3 +110,48 @@ func TestExternalSecretGuard(t *testing.T) {
 		t.Errorf("external mode with the Secret: %v", err)
 	}
 }
+
+// TestUpgradeKeepsHeldCRDs: an upgrade that turns a controller off, or sets crds.<plural>.install=false,
+// still renders a CRD the release installed, because Helm would delete it and every object of its kind; a CRD
+// annotated helm.sh/resource-policy=keep is let go (Helm leaves it in the cluster), and one of another
+// release, or a first install, is not rendered.
+func TestUpgradeKeepsHeldCRDs(t *testing.T) {
+	t.Parallel()
+	const name = "tapps.apps.tkestack.io"
+	ours := map[string]string{"meta.helm.sh/release-name": "drover", "meta.helm.sh/release-namespace": defaultNamespace}
+	kept := map[string]string{"helm.sh/resource-policy": "keep"}
+	for k, v := range ours {
+		kept[k] = v
+	}
+	other := map[string]string{"meta.helm.sh/release-name": "drover", "meta.helm.sh/release-namespace": "elsewhere"}
+	tappOff := onlyControllers("nodePool")
+	noInstall := "crds: {tapps: {install: false}}\n"
+	for desc, tc := range map[string]struct {
+		values      string
+		annotations map[string]string
+		upgrade     bool
+		want        bool
+	}{
+		"upgrade: controller off: the release CRD":     {values: tappOff, annotations: ours, upgrade: true, want: true},
+		"upgrade: install false: the release CRD":      {values: noInstall, annotations: ours, upgrade: true, want: true},
+		"upgrade: controller off: the CRD marked keep": {values: tappOff, annotations: kept, upgrade: true},
+		"upgrade: controller off: another release CRD": {values: tappOff, annotations: other, upgrade: true},
+		"install: controller off: a CRD already there": {values: tappOff, annotations: ours},
+	} {
+		t.Run(desc, func(t *testing.T) { // no comma in desc: helm splits --values (in the test's directory) at commas
+			t.Parallel()
+			r := render{values: tc.values, args: []string{"--dry-run=server",
+				"--kubeconfig", fakeCluster(t, map[string]any{crdPath + name: crdObject(name, tc.annotations)})}}
+			if tc.upgrade {
+				r.args = append(r.args, "--is-upgrade")
+			}
+			out, err := r.run(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(out, "\n  name: "+name+"\n"); got != tc.want {
+				t.Errorf("CRD %s rendered: %t, want %t", name, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,6 @@
 {{- /*
 Helpers of the drover chart. The templates under generated/ (hack/chartgen) call drover.labels,
-drover.controllerEnabled, drover.crdRendered, drover.crdGuard, drover.failurePolicy, drover.excludedNamespaces,
+drover.controllerEnabled, drover.crdRendered, drover.crdHeld, drover.crdGuard, drover.failurePolicy, drover.excludedNamespaces,
 drover.caBundle and drover.webhookAnnotations; generated/_registry.tpl defines drover.registry, the controllers
 and their CRDs as JSON.
 */}}
@@ -59,11 +59,29 @@ app.kubernetes.io/name: drover-manager
 {{- end }}
 
 {{- /* (list $ crdName): "true" when the release renders the CRD: its controller is enabled and
-crds.<plural>.install is true (the default). */}}
+crds.<plural>.install is true (the default), or, at an upgrade, the release already holds it
+(drover.crdHeld). */}}
 {{- define "drover.crdRendered" -}}
 {{- $root := index . 0 -}}
 {{- $crd := include "drover.crd" . | fromJson -}}
-{{- if and (include "drover.controllerEnabled" (list $root $crd.controller)) (dig $crd.plural "install" true ($root.Values.crds | default dict)) -}}true{{- end -}}
+{{- if and (include "drover.controllerEnabled" (list $root $crd.controller)) (dig $crd.plural "install" true ($root.Values.crds | default dict)) -}}true
+{{- else if include "drover.crdHeld" . -}}true{{- end -}}
+{{- end }}
+
+{{- /* (list $ crdName): "true" at an upgrade when the cluster's CRD belongs to this release and is not
+annotated helm.sh/resource-policy=keep. Helm deletes what an upgrade no longer renders, and deleting a CRD
+deletes every object of its kind: so turning a controller off, or crds.<plural>.install=false, keeps a CRD
+the release installed. To hand such a CRD over without deleting it, annotate it with
+helm.sh/resource-policy=keep first: Helm then leaves it in the cluster when the release drops it. */}}
+{{- define "drover.crdHeld" -}}
+{{- $root := index . 0 -}}
+{{- if $root.Release.IsUpgrade -}}
+{{- $live := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" (index . 1) -}}
+{{- if $live -}}
+{{- $ann := $live.metadata.annotations | default dict -}}
+{{- if and (eq (get $ann "meta.helm.sh/release-name") $root.Release.Name) (eq (get $ann "meta.helm.sh/release-namespace") $root.Release.Namespace) (ne (get $ann "helm.sh/resource-policy") "keep") -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
 
 {{- /* The CRDs the release renders, as a JSON list of the registry's entries. */}}
