@@ -229,6 +229,22 @@ func (e *env) upgrade(t *testing.T, objs []client.Object) {
 		g.Expect(string(got.GetUID())).To(Equal(uids[o.GetName()]), "%s survived the upgrade", o.GetName())
 		g.Expect(got.GetDeletionTimestamp()).To(BeNil())
 	}
+
+	// Turning the TApp controller off takes its webhooks away but keeps its CRD, which the release
+	// installed: Helm would delete the CRD, and the TApp with it.
+	mustHelm(t, e.cluster, e.root, e.chartArgs("upgrade", "--reuse-values", "--set", "controllers.tapp.enabled=false")...)
+	ctx := context.Background()
+	g.Expect(apierrors.IsNotFound(e.c.Get(ctx, client.ObjectKey{Name: "drover-tapp-mutating"},
+		&admissionregistrationv1.MutatingWebhookConfiguration{}))).To(BeTrue(), "the TApp webhooks went with the controller")
+	var crd apiextensionsv1.CustomResourceDefinition
+	g.Expect(e.c.Get(ctx, client.ObjectKey{Name: "tapps.apps.tkestack.io"}, &crd)).To(Succeed())
+	g.Expect(crd.DeletionTimestamp).To(BeNil(), "the TApp CRD is kept")
+	for _, o := range objs {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GetObjectKind().GroupVersionKind())
+		g.Expect(e.c.Get(ctx, client.ObjectKeyFromObject(o), got)).To(Succeed())
+		g.Expect(string(got.GetUID())).To(Equal(uids[o.GetName()]), "%s survived turning the TApp controller off", o.GetName())
+	}
 }
 
 // guard plays the pre-delete hook: the kwok nodes do not run the hook Job's pod, so the test creates the
