@@ -31,7 +31,7 @@ const kruiseStatefulSetVersion = "v1beta1"
 // PreviewOptions say where the preview finds the custom-workload whitelist drover will use.
 type PreviewOptions struct {
 	// WhitelistConfigMap is drover's whitelist ConfigMap (the manager's --pps-whitelist-configmap in its
-	// namespace); absent means no custom kind is allowed.
+	// namespace); unset, or absent from the cluster, means no custom kind is allowed.
 	WhitelistConfigMap types.NamespacedName
 }
 
@@ -116,6 +116,9 @@ func previewList(ctx context.Context, c client.Reader, namespace string) ([]*kru
 
 // previewWhitelist reads drover's whitelist ConfigMap; a missing one allows no custom kind, and says so.
 func previewWhitelist(ctx context.Context, c client.Reader, key types.NamespacedName) (*whitelist.Snapshot, string, error) {
+	if key.Name == "" {
+		return whitelist.Empty(), "", nil
+	}
 	cm := &corev1.ConfigMap{}
 	switch err := c.Get(ctx, key, cm); {
 	case apierrors.IsNotFound(err):

@@ -187,18 +187,30 @@ func installUpstreamTAppCRD() {
 	Expect(k8sClient.Update(suiteCtx, crd)).To(Succeed())
 }
 
-// applyDroverTAppCRD applies drover's TApp CRD (config/components/tapp/crd) over the cluster's, server-side,
-// taking the fields over as `kubectl apply --server-side --force-conflicts` does.
+// applyDroverTAppCRD applies drover's TApp CRD over the cluster's (applyDroverCRD).
 func applyDroverTAppCRD() {
+	GinkgoHelper()
+	applyDroverCRD("tapp", "apps.tkestack.io_tapps.yaml")
+}
+
+// applyDroverCRD applies the CRD file of drover's component over the cluster's, server-side, taking the fields
+// over as `kubectl apply --server-side --force-conflicts` does. A conversion webhook calls the manager's
+// Service, as the installation renders it.
+func applyDroverCRD(component, file string) {
 	GinkgoHelper()
 	root, err := localcluster.FindRepoRoot("")
 	Expect(err).NotTo(HaveOccurred())
-	data, err := os.ReadFile(filepath.Join(root, "config", "components", "tapp", "crd", "apps.tkestack.io_tapps.yaml"))
+	data, err := os.ReadFile(filepath.Join(root, "config", "components", component, "crd", file))
 	Expect(err).NotTo(HaveOccurred())
 	objs, err := localcluster.DecodeYAML(data)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(objs).To(HaveLen(1))
 	crd := objs[0]
 	crd.SetManagedFields(nil)
+	svc := []string{"spec", "conversion", "webhook", "clientConfig", "service"}
+	if _, found, _ := unstructured.NestedMap(crd.Object, svc...); found {
+		Expect(unstructured.SetNestedField(crd.Object, localcluster.ManagerNamespace, append(svc, "namespace")...)).To(Succeed())
+		Expect(unstructured.SetNestedField(crd.Object, localcluster.WebhookService, append(svc, "name")...)).To(Succeed())
+	}
 	Expect(k8sClient.Apply(suiteCtx, client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed())
 }
