@@ -77,12 +77,11 @@ type Options struct {
 	ExtraDNSNames []string
 	// CertDir is the webhook server's certificate directory, where the Secret is mounted.
 	CertDir string
-	// Webhooks are the webhook configurations and CRDs whose caBundle the manager keeps (self mode): see
-	// Webhooks.
+	// Webhooks are the webhook configurations whose caBundle the manager keeps (self mode): see Webhooks.
 	Webhooks []rotator.WebhookInfo
-	// OptionalConversions are the CRDs whose caBundle the manager keeps only when they are installed calling
-	// its Service: see OptionalConversions.
-	OptionalConversions []string
+	// Conversions are the CRDs whose conversion caBundle the manager keeps while they call its Service (self
+	// mode): see Conversions and conversionInjector.
+	Conversions []string
 }
 
 // DNSName is the name the API server checks the certificate against: <service>.<namespace>.svc.
@@ -139,11 +138,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (<-chan struct{}
 	if err := ensureSecret(ctx, mgr.GetAPIReader(), mgr.GetClient(), key, o.CertDir, log); err != nil {
 		return nil, fmt.Errorf("creating the webhook certificate Secret %s: %w", key, err)
 	}
-	hooks, err := ownConversions(ctx, mgr.GetAPIReader(), o.Namespace, o.ServiceName, o.Webhooks, o.OptionalConversions, log)
-	if err != nil {
-		return nil, err
-	}
-	err = rotator.AddRotator(mgr, &rotator.CertRotator{
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      key,
 		CertDir:        o.CertDir,
 		CAName:         CAName,
@@ -151,7 +146,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (<-chan struct{}
 		DNSName:        o.DNSName(),
 		ExtraDNSNames:  o.ExtraDNSNames,
 		IsReady:        ready,
-		Webhooks:       hooks,
+		Webhooks:       o.Webhooks,
 		FieldOwner:     FieldOwner,
 		ExtKeyUsages:   &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		// Every replica serves webhooks and must become ready, not only the leader.
@@ -168,7 +163,12 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (<-chan struct{}
 	if err := mgr.Add(k); err != nil {
 		return nil, fmt.Errorf("adding the certificate Secret keeper: %w", err)
 	}
+	if len(o.Conversions) > 0 {
+		if err := mgr.Add(newConversionInjector(o.Conversions, o, mgr.GetAPIReader(), mgr.GetClient(), ready, log)); err != nil {
+			return nil, fmt.Errorf("adding the conversion CA injector: %w", err)
+		}
+	}
 	log.Info("Webhook certificate managed by the manager", "secret", key, "dir", o.CertDir, "dnsName", o.DNSName(),
-		"webhooks", len(hooks))
+		"webhooks", len(o.Webhooks), "conversions", len(o.Conversions))
 	return ready, nil
 }

@@ -12,10 +12,10 @@
 //     for <service>.<namespace>.svc (plus any extra names) in the Secret, renews them before they expire, waits
 //     until the kubelet has mounted them into the certificate directory, and writes the CA into the caBundle of
 //     the manager's webhook configurations (drover-<controller>-mutating/-validating of every controller
-//     --controllers selects, Webhooks) and of the CRDs whose conversion webhook it serves
-//     (kit.Controller.ConversionCRDs, those whose conversion webhook calls the manager's Service; of a
-//     controller --controllers leaves out, only those installed, OptionalConversions). The rotator runs on
-//     every replica, not only on the leader: each replica serves webhooks and must become ready by itself.
+//     --controllers selects, Webhooks). The conversion injector (conversion.go) writes the same CA into the
+//     CRDs whose conversion webhook the manager serves (Conversions), checking before each write that the CRD
+//     still calls the manager's Service. Both run on every replica, not only on the leader: each replica
+//     serves webhooks and must become ready by itself.
 //   - external: cert-manager, or the user, fills the Secret and the caBundles. The manager never writes the
 //     Secret nor a caBundle; it only waits until tls.crt and tls.key in the certificate directory form a key
 //     pair whose certificate is valid for <service>.<namespace>.svc.

@@ -1,7 +1,9 @@
 package certs
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/drover-dev/drover/internal/kit"
@@ -34,7 +37,6 @@ func TestWebhooksOfEnabledControllers(t *testing.T) {
 		{Name: "drover-tapp-validating", Type: rotator.Validating},
 		{Name: "drover-persistentpodstate-mutating", Type: rotator.Mutating},
 		{Name: "drover-persistentpodstate-validating", Type: rotator.Validating},
-		{Name: "persistentpodstates.apps.kruise.io", Type: rotator.CRDConversion},
 		{Name: "drover-stagedbindingpolicy-validating", Type: rotator.Validating},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -54,23 +56,20 @@ func TestWebhooksConversionCRDs(t *testing.T) {
 		{Name: "off", ConversionCRDs: []string{"offs.example.drover.dev"}},
 	}
 	got := Webhooks(controllers, sets.New("thing", "other"))
-	want := []rotator.WebhookInfo{
-		{Name: "drover-thing-validating", Type: rotator.Validating},
-		{Name: "things.example.drover.dev", Type: rotator.CRDConversion},
-		{Name: "others.example.drover.dev", Type: rotator.CRDConversion},
-	}
+	want := []rotator.WebhookInfo{{Name: "drover-thing-validating", Type: rotator.Validating}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Webhooks mismatch (-want +got):\n%s", diff)
 	}
-	// The controller left out still has its CRD's conversion served: its CA goes in when the CRD is installed.
-	if diff := cmp.Diff([]string{"offs.example.drover.dev"}, OptionalConversions(controllers, sets.New("thing", "other"))); diff != "" {
-		t.Errorf("OptionalConversions mismatch (-want +got):\n%s", diff)
+	// Every declared conversion, the controller left out included: the manager serves them all.
+	wantCRDs := []string{"things.example.drover.dev", "others.example.drover.dev", "offs.example.drover.dev"}
+	if diff := cmp.Diff(wantCRDs, Conversions(controllers)); diff != "" {
+		t.Errorf("Conversions mismatch (-want +got):\n%s", diff)
 	}
 }
 
-// TestWebhooksMatchGeneratedConfigurations: with every controller enabled, the list names exactly the webhook
-// configurations of the generated components, with the installation's prefix, and the CRDs generated with a
-// conversion webhook.
+// TestWebhooksMatchGeneratedConfigurations: with every controller enabled, Webhooks names exactly the webhook
+// configurations of the generated components, with the installation's prefix, and Conversions the CRDs
+// generated with a conversion webhook.
 func TestWebhooksMatchGeneratedConfigurations(t *testing.T) {
 	controllers := registry.Registry()
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "components", "*", "webhooks.yaml"))
@@ -99,6 +98,9 @@ func TestWebhooksMatchGeneratedConfigurations(t *testing.T) {
 	got := sets.New[string]()
 	for _, w := range Webhooks(controllers, sets.New(kit.Names(controllers)...)) {
 		got.Insert(kinds[w.Type] + " " + w.Name)
+	}
+	for _, name := range Conversions(controllers) {
+		got.Insert("CustomResourceDefinition " + name)
 	}
 	if !got.Equal(want) {
 		t.Errorf("Webhooks lists %v, the generated configurations are %v (missing %v, extra %v)", sets.List(got),
@@ -132,7 +134,10 @@ func readObjects(t *testing.T, file string) []*unstructured.Unstructured {
 
 // TestOwnConversions: the CA goes only into CRDs whose conversion webhook calls the manager's Service, or
 // that are not installed (the rotator logs those).
-func TestOwnConversions(t *testing.T) {
+// TestConversionInjector: the CA goes into a CRD calling the manager's Service that lacks it or has another
+// one, and nowhere else: not into a CRD calling another Service (another installation's, or one handed back to
+// it while the manager runs), nor one without a conversion webhook; a CRD that is not installed is skipped.
+func TestConversionInjector(t *testing.T) {
 	crd := func(name string, conv *apiextensionsv1.CustomResourceConversion) *unstructured.Unstructured {
 		typed := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Conversion: conv}}
@@ -143,35 +148,48 @@ func TestOwnConversions(t *testing.T) {
 		}
 		return &unstructured.Unstructured{Object: m}
 	}
-	webhookAt := func(ns, name string) *apiextensionsv1.CustomResourceConversion {
+	webhookAt := func(ns, name string, ca []byte) *apiextensionsv1.CustomResourceConversion {
 		return &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
-			Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{
+			Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{CABundle: ca,
 				Service: &apiextensionsv1.ServiceReference{Namespace: ns, Name: name}}}}
 	}
-	// The manager's scheme, which has no apiextensions types: the CRDs are read unstructured.
-	reader := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
-		crd("ours.example.drover.dev", webhookAt("drover-system", "drover-webhook-service")),
-		crd("theirs.example.drover.dev", webhookAt("kube-system", "yurt-manager-webhook-service")),
-		crd("old.example.drover.dev", nil),
-		crd("off.example.drover.dev", webhookAt("drover-system", "drover-webhook-service")),
-		crd("offtheirs.example.drover.dev", webhookAt("kube-system", "yurt-manager-webhook-service")),
-	).Build()
-	hooks := []rotator.WebhookInfo{
-		{Name: "drover-thing-validating", Type: rotator.Validating},
-		{Name: "ours.example.drover.dev", Type: rotator.CRDConversion},
-		{Name: "theirs.example.drover.dev", Type: rotator.CRDConversion},
-		{Name: "old.example.drover.dev", Type: rotator.CRDConversion},
-		{Name: "later.example.drover.dev", Type: rotator.CRDConversion},
-	}
-	// The CRDs of controllers --controllers leaves out: kept only when installed and calling the manager.
-	optional := []string{"off.example.drover.dev", "offtheirs.example.drover.dev", "offmissing.example.drover.dev"}
-	got, err := ownConversions(context.Background(), reader, "drover-system", "drover-webhook-service", hooks, optional,
-		logr.Discard())
-	if err != nil {
+	dir := t.TempDir()
+	ca := []byte("the manager's CA")
+	if err := os.WriteFile(filepath.Join(dir, caCertFile), ca, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	want := []rotator.WebhookInfo{hooks[0], hooks[1], hooks[4], {Name: "off.example.drover.dev", Type: rotator.CRDConversion}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ownConversions (-want +got):\n%s", diff)
+	theirs := []byte("yurt-manager's CA")
+	// The manager's scheme, which has no apiextensions types: the CRDs are read unstructured.
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		crd("ours.example.drover.dev", webhookAt("drover-system", "drover-webhook-service", nil)),
+		crd("stale.example.drover.dev", webhookAt("drover-system", "drover-webhook-service", []byte("an older CA"))),
+		crd("theirs.example.drover.dev", webhookAt("kube-system", "yurt-manager-webhook-service", theirs)),
+		crd("none.example.drover.dev", nil),
+	).Build()
+	names := []string{"ours.example.drover.dev", "stale.example.drover.dev", "theirs.example.drover.dev",
+		"none.example.drover.dev", "later.example.drover.dev"}
+	ready := make(chan struct{})
+	close(ready)
+	inj := newConversionInjector(names, Options{Namespace: "drover-system", ServiceName: "drover-webhook-service", CertDir: dir},
+		c, c, ready, logr.Discard())
+	if err := inj.pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"ours.example.drover.dev": ca, "stale.example.drover.dev": ca, "theirs.example.drover.dev": theirs,
+		"none.example.drover.dev": nil}
+	for name, bundle := range want {
+		got := crd(name, nil)
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		b64, _, _ := unstructured.NestedString(got.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+		decoded, _ := base64.StdEncoding.DecodeString(b64)
+		if !bytes.Equal(decoded, bundle) {
+			t.Errorf("%s: caBundle %q, want %q", name, decoded, bundle)
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"theirs.example.drover.dev": "kube-system/yurt-manager-webhook-service",
+		"none.example.drover.dev": "none"}, inj.foreign); diff != "" {
+		t.Errorf("CRDs logged as not the manager's (-want +got):\n%s", diff)
 	}
 }

@@ -101,7 +101,7 @@ var _ = Describe("The webhook certificate", func() {
 // The CRDs drover converts call the manager's Service with the CA it injected, and a NodePool written in one
 // version reads back in the others through it.
 var _ = Describe("The conversion webhook", func() {
-	It("has its CA in the converted CRDs and converts NodePools between v1alpha1, v1beta1 and v1beta2", func() {
+	It("has its CA in the converted CRDs, writes it again when cleared, and converts NodePools between v1alpha1, v1beta1 and v1beta2", func() {
 		var secret corev1.Secret
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: localcluster.ManagerNamespace, Name: localcluster.WebhookSecret},
 			&secret)).To(Succeed())
@@ -119,9 +119,19 @@ var _ = Describe("The conversion webhook", func() {
 			}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 		}
 
+		By("clearing the NodePool CRD's caBundle: the manager writes it again")
+		Eventually(func(g Gomega) {
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+			g.Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: "nodepools.apps.openyurt.io"}, crd)).To(Succeed())
+			unstructured.RemoveNestedField(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+			g.Expect(k8sClient.Update(suiteCtx, crd)).To(Succeed())
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
 		pool := &openyurtv1beta1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "e2e-conversion"},
 			Spec: openyurtv1beta1.NodePoolSpec{Type: openyurtv1beta1.Cloud}}
-		Expect(k8sClient.Create(suiteCtx, pool)).To(Succeed())
+		// A v1beta1 create is converted to the stored v1beta2: it succeeds once the CA is back (at most 10 s).
+		Eventually(func() error { return k8sClient.Create(suiteCtx, pool) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(suiteCtx, pool))).To(Succeed()) })
 		// With the Webhook strategy the API server cannot serve another version than the stored one (v1beta2)
 		// without the manager's answer.
@@ -129,7 +139,8 @@ var _ = Describe("The conversion webhook", func() {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(openyurtv1beta1.GroupVersion.WithKind("NodePool"))
 			u.SetAPIVersion("apps.openyurt.io/" + version)
-			Expect(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pool), u)).To(Succeed(), version)
+			Eventually(func() error { return k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(pool), u) }).
+				WithTimeout(timeout).WithPolling(interval).Should(Succeed(), version)
 			Expect(u.GetAPIVersion()).To(Equal("apps.openyurt.io/"+version), "the API server converted the NodePool")
 			got, _, _ := unstructured.NestedString(u.Object, "spec", "type")
 			Expect(got).To(Equal("Cloud"), version)
