@@ -110,6 +110,7 @@ func (p *pass) paused() bool { return p.spec.Paused }
 
 // finish sets the phase, the conditions and the events of entering a waiting state.
 func (p *pass) finish() *Decision {
+	p.orderHistory()
 	p.setPhaseAndConditions()
 	p.st.ObservedGeneration = p.sbp.Generation
 	p.d.Status = *p.st
@@ -119,7 +120,8 @@ func (p *pass) finish() *Decision {
 // clockStart is the start of a stage's gate clock set now: the time of the pass rounded up to the second.
 // The status stores times to the second, rounded down, so a clock started at 12:00:00.7 would read 12:00:00
 // on the next pass and a soak or a deadline would end up to a second early; rounded up, it ends at worst a
-// second late.
+// second late. A stage that completes before that second is over gets its clock start clamped to its
+// completion (orderHistory).
 func (p *pass) clockStart() *metav1.Time {
 	t := p.now.Time
 	if t.Nanosecond() != 0 {
@@ -127,4 +129,19 @@ func (p *pass) clockStart() *metav1.Time {
 	}
 	mt := metav1.NewTime(t)
 	return &mt
+}
+
+// orderHistory keeps every history entry in order, startedAt <= clockStartedAt <= completedAt: a clock start
+// rounded up past the completion of its stage (a stage that completed within its first second, or in the
+// pass that restarted its clock) is clamped to the completion. Only finished stages are touched, so the clock
+// of the active stage, which a soak or a deadline measures from, keeps its rounded-up value.
+func (p *pass) orderHistory() {
+	for i := range p.st.Stages {
+		e := &p.st.Stages[i]
+		if e.CompletedAt == nil || e.ClockStartedAt == nil || !e.ClockStartedAt.After(e.CompletedAt.Time) {
+			continue
+		}
+		clamped := *e.CompletedAt
+		e.ClockStartedAt = &clamped
+	}
 }
