@@ -467,6 +467,19 @@ func (w *CombinedStatusWrapper) Result(name string, columnNames []string, rows .
 	return w
 }
 
+// RowError appends a rowErrors entry to the last result: KubeStellar's record of a destination whose row
+// failed (column "" for the filter), at most one per column.
+func (w *CombinedStatusWrapper) RowError(cluster, column, msg string) *CombinedStatusWrapper {
+	if len(w.Results) == 0 {
+		panic("RowError needs a Result first")
+	}
+	r := &w.Results[len(w.Results)-1]
+	r.RowErrors = append(r.RowErrors, controlv1alpha1.RowEvaluationError{
+		WEC: controlv1alpha1.Destination{ClusterID: cluster}, ColumnName: column, Error: msg,
+	})
+	return w
+}
+
 // Typed returns a copy of the CombinedStatus built so far.
 func (w *CombinedStatusWrapper) Typed() *controlv1alpha1.CombinedStatus { return w.DeepCopy() }
 

@@ -27,8 +27,9 @@ type verdict struct {
 
 // evaluate evaluates the active stage's automatic gates, in order: the BindingPolicy is current and its
 // status collectors exist, the Binding has destinations, the filter keeps objects, every gated object (one
-// whose Binding entry names a status collector) has a CombinedStatus of this incarnation, the failure
-// condition holds for none and the condition for all. A stage without condition passes once its objects
+// whose Binding entry names a status collector) has a CombinedStatus of this incarnation in which no
+// destination has a row error (every destination has reported), the failure condition holds for none and
+// the condition for all. A stage without condition passes once its objects
 // have status. Expression errors never pass.
 func (p *pass) evaluate() verdict {
 	v := verdict{eval: communityv1alpha1.Evaluation{Time: p.now, Outcome: communityv1alpha1.OutcomeNotEvaluated}}
@@ -84,53 +85,29 @@ func (p *pass) filter(objects []*object) ([]*object, bool) {
 	return kept, true
 }
 
-// judgeObjects applies the status, failure and condition gates to the kept objects.
+// judgeObjects applies the status, failure and condition gates to the kept objects. In a stage with a
+// condition or a failure condition, an object whose CombinedStatus has a row error for a destination waits
+// for that destination's report: neither expression is evaluated for it, so a missing row never passes a
+// gate, never halts the stage and is never an expression error.
 func (p *pass) judgeObjects(v *verdict, kept []*object, bp *controlv1alpha1.BindingPolicy, dests []string) {
 	stage := p.spec.Stages[p.active]
-	var gated, withStatus, awaiting []*object
-	for _, o := range kept {
-		if len(o.clause.StatusCollectors) > 0 {
-			gated = append(gated, o)
-		}
-	}
-	selectCombinedStatuses(gated, p.in.Observed.CombinedStatuses, bp)
-	for _, o := range gated {
-		if o.cs != nil {
-			withStatus = append(withStatus, o)
-		} else {
-			awaiting = append(awaiting, o)
-		}
-	}
-	v.eval.ObjectsWithStatus = int32(len(withStatus))
-	exempt := len(kept) - len(gated)
+	g := sortGated(kept, p.in.Observed.CombinedStatuses, bp, dests, stage.Condition != "" || stage.FailureCondition != "")
+	v.eval.ObjectsWithStatus = int32(g.withStatus())
+	v.eval.AwaitingDestinations = g.awaitingDestinations()
 	if stage.FailureCondition != "" {
-		p.failure(v, withStatus, dests)
+		p.failure(v, g.complete, dests)
 	}
-	var failing []*object
-	errored := false
-	if stage.Condition != "" {
-		for _, o := range withStatus {
-			ok, err := p.eval(sbpcel.Condition, stage.Condition, o, dests)
-			switch {
-			case err != nil:
-				errored = true
-			case ok:
-				v.eval.ObjectsSatisfied++
-			default:
-				failing = append(failing, o)
-			}
-		}
-	}
-	v.eval.Message = countsMessage(stage.Condition != "", len(gated), len(withStatus), int(v.eval.ObjectsSatisfied), exempt, failing, awaiting)
+	failing, errored := p.conditions(v, g.complete, dests)
+	v.eval.Message = countsMessage(stage.Condition != "", &g, int(v.eval.ObjectsSatisfied), len(kept)-len(g.all), failing)
 	switch {
 	case p.gateErr != nil || errored:
 		v.eval.Outcome = communityv1alpha1.OutcomeError
 		v.reason, v.message = communityv1alpha1.ReasonGateError, p.gateErr.message
-	case stage.Condition != "" && len(gated) == 0:
+	case stage.Condition != "" && len(g.all) == 0:
 		v.eval.Outcome = communityv1alpha1.OutcomeNotSatisfied
 		v.reason, v.message = communityv1alpha1.ReasonNoStatusCollectors,
 			fmt.Sprintf("the stage has a condition, but none of its %d objects names a status collector, so none will ever have status", len(kept))
-	case len(awaiting) > 0:
+	case len(g.awaiting) > 0 || len(g.waiting) > 0:
 		v.eval.Outcome = communityv1alpha1.OutcomeNotSatisfied
 		v.reason, v.message = communityv1alpha1.ReasonAwaitingStatus, v.eval.Message
 	case len(failing) > 0:
@@ -141,26 +118,48 @@ func (p *pass) judgeObjects(v *verdict, kept []*object, bp *controlv1alpha1.Bind
 	}
 }
 
-// failure evaluates the failure condition for every object with status; true for any halts the stage. An
-// error never halts.
-func (p *pass) failure(v *verdict, withStatus []*object, dests []string) {
+// conditions evaluates the stage's condition for the objects whose status is complete, counting those that
+// satisfy it; it returns those that do not, and whether an evaluation failed.
+func (p *pass) conditions(v *verdict, complete []*object, dests []string) (failing []*object, errored bool) {
+	stage := p.spec.Stages[p.active]
+	if stage.Condition == "" {
+		return nil, false
+	}
+	for _, o := range complete {
+		ok, err := p.eval(sbpcel.Condition, stage.Condition, o, dests)
+		switch {
+		case err != nil:
+			errored = true
+		case ok:
+			v.eval.ObjectsSatisfied++
+		default:
+			failing = append(failing, o)
+		}
+	}
+	return failing, errored
+}
+
+// failure evaluates the failure condition for every object whose status is complete; true for any halts
+// the stage. An error never halts.
+func (p *pass) failure(v *verdict, complete []*object, dests []string) {
 	stage := p.spec.Stages[p.active]
 	var failed []*object
-	for _, o := range withStatus {
+	for _, o := range complete {
 		if ok, err := p.eval(sbpcel.FailureCondition, stage.FailureCondition, o, dests); err == nil && ok {
 			failed = append(failed, o)
 		}
 	}
 	if len(failed) > 0 {
-		v.failure = fmt.Sprintf("failureCondition is true for %d of %d objects: %s", len(failed), len(withStatus), examples(failed))
+		v.failure = fmt.Sprintf("failureCondition is true for %d of %d objects: %s", len(failed), len(complete), examples(failed))
 	}
 }
 
-// countsMessage summarises an evaluation in counts and at most five example objects.
-func countsMessage(hasCondition bool, gated, withStatus, satisfied, exempt int, failing, awaiting []*object) string {
-	msg := fmt.Sprintf("%d of %d gated objects have status", withStatus, gated)
+// countsMessage summarises an evaluation in counts, at most five example objects and at most five
+// destinations that have not reported.
+func countsMessage(hasCondition bool, g *gatedObjects, satisfied, exempt int, failing []*object) string {
+	msg := fmt.Sprintf("%d of %d gated objects have status", g.withStatus(), len(g.all))
 	if hasCondition {
-		msg = fmt.Sprintf("condition satisfied by %d of %d objects; %s", satisfied, gated, msg)
+		msg = fmt.Sprintf("condition satisfied by %d of %d objects; %s", satisfied, len(g.all), msg)
 	}
 	if exempt > 0 {
 		msg += fmt.Sprintf("; %d objects name no status collector and are not gated", exempt)
@@ -168,8 +167,11 @@ func countsMessage(hasCondition bool, gated, withStatus, satisfied, exempt int, 
 	if len(failing) > 0 {
 		msg += "; first failing: " + examples(failing)
 	}
-	if len(awaiting) > 0 {
-		msg += "; awaiting status: " + examples(awaiting)
+	if len(g.awaiting) > 0 {
+		msg += "; awaiting status: " + examples(g.awaiting)
+	}
+	if len(g.waiting) > 0 {
+		msg += "; " + g.unreportedMessage()
 	}
 	return msg
 }

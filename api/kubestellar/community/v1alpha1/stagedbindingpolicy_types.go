@@ -292,6 +292,16 @@ type Evaluation struct {
 	// objectsSatisfied is the number of gated objects whose condition held.
 	// +optional
 	ObjectsSatisfied int32 `json:"objectsSatisfied,omitempty"`
+	// awaitingDestinations are destinations that have not reported yet, sorted, at most 20: each is named
+	// in a rowErrors entry of a gated object's CombinedStatus (KubeStellar evaluates a cluster that has not
+	// reported, or reported without a field a collector reads, as a failed row). Such an object is not
+	// judged by condition or failureCondition until every destination has its row. KubeStellar names at most
+	// one cluster per failing column, so more destinations may be waiting than are named here.
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	AwaitingDestinations []string `json:"awaitingDestinations,omitempty"`
 	// message summarises the evaluation, naming at most a few objects.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
