@@ -7,7 +7,8 @@
 // a later entry wins. With --auto-status=deployments, every destination of a Deployment that no entry covers
 // reports it fully available (replicas, readyReplicas, availableReplicas and updatedReplicas equal to
 // spec.replicas, 1 when unset), --report-delay after the simulator first sees the Deployment in a Binding
-// with that destination.
+// with that destination. Until then, and for every object no entry or automatic status covers, a
+// destination has not reported and is evaluated as a blank report, as KubeStellar does.
 //
 // It stops cleanly on SIGTERM or SIGINT.
 package main

@@ -37,7 +37,8 @@ import (
 // Each run creates a StagedBindingPolicy (a new name per run) with stages s1, s2 and s3 on the three tiers,
 // each gated by "every destination reports and the sum of available replicas reaches the number of
 // destinations" for every object. Every destination reports every object available, but for one object
-// (the held object) the first cluster of each tier reports nothing, so each stage waits on ConditionNotMet.
+// (the held object) the first cluster of each tier reports nothing: as in KubeStellar, the held object's
+// CombinedStatus then has a row error for that cluster, and each stage waits on AwaitingStatus.
 // Once the stage waits with its BindingPolicy current, its 300 CombinedStatuses present and everything quiet,
 // the bench scripts the held cluster's report. The promotion latency runs from t0, the watch event of the
 // held object's CombinedStatus carrying the satisfying values, to t1, the later of the watch event of the

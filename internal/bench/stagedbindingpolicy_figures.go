@@ -86,7 +86,7 @@ func (r *sbpRun) cpuFigures(c sbpCPU) {
 
 // quietFigures reports the zero-writes window.
 func (r *sbpRun) quietFigures(q sbpQuiet) {
-	w := fmt.Sprintf("%s with s3 waiting on ConditionNotMet and nothing changing", q.window.Round(time.Millisecond))
+	w := fmt.Sprintf("%s with s3 waiting on AwaitingStatus and nothing changing", q.window.Round(time.Millisecond))
 	r.logf("quiet window: %s: policy resourceVersion unchanged %v, BindingPolicy resourceVersions unchanged %v, %d status and %d BindingPolicy update events, %.0f passes",
 		w, q.sbpRV, q.bpRVs, q.statusWrites, q.bpWrites, q.passes)
 	r.figure("waiting_policy_writes", float64(q.statusWrites)+sbpBool(!q.sbpRV && q.statusWrites == 0), "writes", "target 0: "+w)

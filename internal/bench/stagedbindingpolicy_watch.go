@@ -291,7 +291,7 @@ func (w *sbpWatch) promotedAt(policy, stage, bp string) (active, created time.Ti
 	return w.activeAt[policy][stage], w.bps[bp].createdAt
 }
 
-// waiting returns "" when the policy waits at stage on ConditionNotMet, its BindingPolicy bp current and
+// waiting returns "" when the policy waits at stage on AwaitingStatus, its BindingPolicy bp current and
 // the only one it has, with a CombinedStatus of bp for each of the objects, and nothing was seen for quiet;
 // otherwise what is missing.
 func (w *sbpWatch) waiting(policy, stage, bp string, objects int, quiet time.Duration) string {
@@ -318,7 +318,7 @@ func (w *sbpWatch) waiting(policy, stage, bp string, objects int, quiet time.Dur
 	return ""
 }
 
-// waitingStatus returns "" when the policy's status says it waits at stage on ConditionNotMet with its
+// waitingStatus returns "" when the policy's status says it waits at stage on AwaitingStatus with its
 // BindingPolicy current and every one of objects with status; otherwise what differs.
 func waitingStatus(sbp *communityv1alpha1.StagedBindingPolicy, stage string, objects int) string {
 	st := &sbp.Status
@@ -326,7 +326,7 @@ func waitingStatus(sbp *communityv1alpha1.StagedBindingPolicy, stage string, obj
 		return fmt.Sprintf("active stage %q at generation %d", st.ActiveStage, st.ObservedGeneration)
 	}
 	prog := meta.FindStatusCondition(st.Conditions, communityv1alpha1.ConditionProgressing)
-	if prog == nil || prog.Reason != communityv1alpha1.ReasonConditionNotMet {
+	if prog == nil || prog.Reason != communityv1alpha1.ReasonAwaitingStatus {
 		return fmt.Sprintf("phase %s, Progressing %v", st.Phase, condSummary(prog))
 	}
 	if ready := meta.FindStatusCondition(st.Conditions, communityv1alpha1.ConditionBindingPolicyReady); ready == nil || ready.Status != metav1.ConditionTrue {

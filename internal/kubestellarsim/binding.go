@@ -189,12 +189,12 @@ func setCondition(conds []controlv1alpha1.BindingPolicyCondition,
 	return out
 }
 
-// desiredBindingStatus is the Binding status after a pass: the collectors condition set, observedGeneration
-// at the Binding's generation, the transport errors kept.
+// desiredBindingStatus is the Binding status after a pass: the collectors condition set, everything else
+// kept. As in KubeStellar's controller-manager, observedGeneration is not written here (it stays 0): only the
+// BindingPolicy's status records the generation observed.
 func desiredBindingStatus(b *controlv1alpha1.Binding, missing []string, now metav1.Time) controlv1alpha1.BindingStatus {
 	status := *b.Status.DeepCopy()
 	status.Conditions = setCondition(status.Conditions, collectorsCondition(missing, now))
-	status.ObservedGeneration = b.Generation
 	return status
 }
 

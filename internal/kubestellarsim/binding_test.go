@@ -102,6 +102,9 @@ func TestBindingUpToDate(t *testing.T) {
 	}
 }
 
+// TestBindingStatus: KubeStellar's controller-manager sets StatusCollectorsAvailable on the Binding and
+// copies it to the BindingPolicy with the policy's generation as observedGeneration, but leaves the
+// Binding's observedGeneration at 0 (here: as it was).
 func TestBindingStatus(t *testing.T) {
 	earlier := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	now := metav1.NewTime(earlier.Add(time.Hour))
@@ -141,7 +144,7 @@ func TestBindingStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := &controlv1alpha1.Binding{ObjectMeta: metav1.ObjectMeta{Generation: 4}, Status: controlv1alpha1.BindingStatus{Conditions: tc.conds}}
 			got := desiredBindingStatus(b, tc.missing, now)
-			want := controlv1alpha1.BindingStatus{Conditions: tc.want, ObservedGeneration: 4}
+			want := controlv1alpha1.BindingStatus{Conditions: tc.want}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
@@ -236,6 +239,46 @@ func TestFindEntry(t *testing.T) {
 	} {
 		if got, ok := findEntry(&spec, ref); ok {
 			t.Errorf("findEntry(%s) = %+v, want none", ref, got)
+		}
+	}
+}
+
+// TestClauseSelectsEveryMatchingKind reproduces KubeStellar's binding controller: the stager example's
+// clause (objectSelectors on app.kubernetes.io/name: nginx, no resources) selects the Deployment and every
+// ReplicaSet, Pod and ConfigMap carrying the label, each with the clause's collector; the kinds a Deployment
+// brings are watched by default.
+func TestClauseSelectsEveryMatchingKind(t *testing.T) {
+	nginx := map[string]string{"app.kubernetes.io/name": "nginx"}
+	labelled := func(group, resource, name string) objectInfo {
+		return objectInfo{ObjectRef: ObjectRef{Group: group, Resource: resource, Namespace: "demo", Name: name},
+			Version: "v1", Namespaced: true, Labels: nginx, ResourceVersion: "1"}
+	}
+	objects := []objectInfo{
+		labelled("apps", "deployments", "nginx"), labelled("apps", "replicasets", "nginx-5d4f"),
+		labelled("", "pods", "nginx-5d4f-x1"), labelled("", "configmaps", "nginx-conf"), configMap,
+	}
+	spec := controlv1alpha1.BindingPolicySpec{Downsync: []controlv1alpha1.DownsyncPolicyClause{{
+		DownsyncObjectTest: controlv1alpha1.DownsyncObjectTest{ObjectSelectors: []metav1.LabelSelector{{MatchLabels: nginx}}},
+		DownsyncModulation: controlv1alpha1.DownsyncModulation{StatusCollectors: []string{"deployments-aggregator"}},
+	}}}
+	var got []string
+	for _, e := range resolveBinding(&spec, nil, objects, testNamespaces).Workload.NamespaceScope {
+		got = append(got, e.Group+"/"+e.Resource+" "+e.Name+" "+e.StatusCollectors[0])
+	}
+	want := []string{
+		"/configmaps nginx-conf deployments-aggregator", "/pods nginx-5d4f-x1 deployments-aggregator",
+		"apps/deployments nginx deployments-aggregator", "apps/replicasets nginx-5d4f deployments-aggregator",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("selected objects (-want +got):\n%s", diff)
+	}
+	watched := map[string]bool{}
+	for _, gvr := range DefaultResources {
+		watched[gvr.Group+"/"+gvr.Resource] = true
+	}
+	for _, gr := range []string{"apps/deployments", "apps/replicasets", "/pods", "/configmaps"} {
+		if !watched[gr] {
+			t.Errorf("DefaultResources does not watch %s", gr)
 		}
 	}
 }

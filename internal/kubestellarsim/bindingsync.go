@@ -22,7 +22,8 @@ func (s *Sim) syncPolicy(ctx context.Context, name string) error {
 	bp := &controlv1alpha1.BindingPolicy{}
 	if err := s.client.Get(ctx, client.ObjectKey{Name: name}, bp); err != nil {
 		if apierrors.IsNotFound(err) {
-			return s.deleteOrphanBinding(ctx, name)
+			// KubeStellar leaves the Binding of a policy that is gone to the garbage collector.
+			return s.deleteCombinedStatuses(ctx, name)
 		}
 		return fmt.Errorf("reading BindingPolicy %s: %w", name, err)
 	}
@@ -201,12 +202,14 @@ func policyStatus(bp *controlv1alpha1.BindingPolicy) *controlv1alpha1.BindingPol
 	return &bp.Status
 }
 
-// finalizePolicy deletes a deleted policy's Binding and CombinedStatuses, then removes the finalizer.
+// finalizePolicy removes the finalizer of a deleted policy. As in KubeStellar, the Binding is not deleted:
+// the garbage collector removes it through its owner reference once the policy is gone (where no garbage
+// collector runs, it stays). The CombinedStatuses of the policy go, since it is being deleted.
 func (s *Sim) finalizePolicy(ctx context.Context, bp *controlv1alpha1.BindingPolicy) error {
 	if !controllerutil.ContainsFinalizer(bp, controlv1alpha1.FinalizerBindingPolicy) {
 		return nil
 	}
-	if err := s.deleteBindingAndStatuses(ctx, bp.Name); err != nil {
+	if err := s.deleteCombinedStatuses(ctx, bp.Name); err != nil {
 		return err
 	}
 	controllerutil.RemoveFinalizer(bp, controlv1alpha1.FinalizerBindingPolicy)
@@ -217,27 +220,9 @@ func (s *Sim) finalizePolicy(ctx context.Context, bp *controlv1alpha1.BindingPol
 	return nil
 }
 
-// deleteOrphanBinding deletes the Binding of a policy that is gone (garbage collection would, in a cluster
-// that has it), with its CombinedStatuses.
-func (s *Sim) deleteOrphanBinding(ctx context.Context, name string) error {
-	b := &controlv1alpha1.Binding{}
-	if err := s.client.Get(ctx, client.ObjectKey{Name: name}, b); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	owner := metav1.GetControllerOf(b)
-	if owner == nil || owner.Kind != "BindingPolicy" {
-		return nil
-	}
-	return s.deleteBindingAndStatuses(ctx, name)
-}
-
-// deleteBindingAndStatuses deletes a Binding and every CombinedStatus labelled with its name, listed from
-// the API server so that none written a moment ago is missed.
-func (s *Sim) deleteBindingAndStatuses(ctx context.Context, name string) error {
-	b := &controlv1alpha1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := s.client.Delete(ctx, b); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Binding %s: %w", name, err)
-	}
+// deleteCombinedStatuses deletes every CombinedStatus labelled with a policy's name, listed from the API
+// server so that none written a moment ago is missed.
+func (s *Sim) deleteCombinedStatuses(ctx context.Context, name string) error {
 	var list controlv1alpha1.CombinedStatusList
 	err := s.apiReader.List(ctx, &list, client.MatchingLabels{controlv1alpha1.LabelCombinedStatusBindingPolicy: name})
 	if err != nil {

@@ -20,9 +20,17 @@ const (
 	DefaultWorkers = 4
 )
 
-// DefaultResources are the workload resources watched when Config.Resources is empty.
+// DefaultResources are the workload resources watched when Config.Resources is empty. KubeStellar watches
+// every resource the API server serves, so a downsync clause selects every kind that matches it: a clause
+// on a Deployment's label also selects its ReplicaSets and Pods, which carry the label from the template.
+// The list holds those kinds and the other common workload kinds.
 var DefaultResources = []schema.GroupVersionResource{
 	{Group: "apps", Version: "v1", Resource: "deployments"},
+	{Group: "apps", Version: "v1", Resource: "replicasets"},
+	{Group: "apps", Version: "v1", Resource: "statefulsets"},
+	{Group: "apps", Version: "v1", Resource: "daemonsets"},
+	{Group: "batch", Version: "v1", Resource: "jobs"},
+	{Version: "v1", Resource: "pods"},
 	{Version: "v1", Resource: "configmaps"},
 	{Version: "v1", Resource: "services"},
 	{Version: "v1", Resource: "namespaces"},

@@ -8,16 +8,22 @@
 //   - For every BindingPolicy it adds the finalizer bindingpolicy.kubestellar.io/kscontroller and maintains the
 //     Binding of the same name: the destinations are the ManagedClusters whose labels match any cluster
 //     selector, the workload is every watched object that passes at least one downsync clause, each with the
-//     modulation merged over the clauses it passes. It then sets the StatusCollectorsAvailable condition and
-//     observedGeneration on the Binding, and observedGeneration and the Binding's conditions on the policy.
-//     Deleting a policy deletes its Binding and CombinedStatuses before the finalizer goes.
+//     modulation merged over the clauses it passes. Every watched kind counts: a clause on a Deployment's
+//     label also selects the ReplicaSets and Pods carrying it. It then sets the StatusCollectorsAvailable
+//     condition on the Binding (whose observedGeneration stays 0), and observedGeneration and the Binding's
+//     conditions on the policy. Deleting a policy deletes its CombinedStatuses before the finalizer goes; its
+//     Binding is left to the garbage collector, through the owner reference.
 //   - For every object of a Binding with at least one status collector it maintains one CombinedStatus, named
-//     "<object UID>.<policy UID>", evaluating the collectors' CEL over the status each destination returned.
+//     "<object UID>.<policy UID>", evaluating the collectors' CEL for every destination of the Binding.
 //
 // KubeStellar moves objects to clusters and brings their status back; here nothing moves. The status a
 // destination "returned" for an object is scripted: in process with SetReturnedStatus and friends, from
 // ConfigMaps labelled kssim.drover.dev/script=true (see ScriptConfigMapKey), or computed by Config.AutoStatus.
-// A destination with no returned status has not reported and adds nothing to a CombinedStatus.
+// A destination with no returned status has not reported, and is evaluated as KubeStellar evaluates it: as a
+// blank report, whose returned.status is empty, so COUNT counts it and an expression reading
+// returned.status.<field> fails for it (a rowErrors entry, no row). A returned status of a built-in kind
+// lacks the top-level fields its type omits when zero: a Deployment with no available replicas has no
+// availableReplicas key.
 //
 // It never writes StagedBindingPolicies or BindingPolicy specs, and has no transport, no singleton reported
 // state and no custom transforms.

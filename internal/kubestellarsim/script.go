@@ -247,8 +247,9 @@ func (m *autoMemo) forget(uid types.UID) {
 }
 
 // DeploymentsAutoStatus is an AutoStatusFunc for Deployments: every destination reports replicas,
-// readyReplicas, availableReplicas and updatedReplicas equal to spec.replicas (1 when unset). Other objects
-// get no status.
+// readyReplicas, availableReplicas and updatedReplicas equal to spec.replicas (1 when unset); for a
+// Deployment scaled to zero the fields are left out of the returned status, as a cluster leaves them out.
+// Other objects get no status, so their destinations count as not reported.
 func DeploymentsAutoStatus(_ string, obj *unstructured.Unstructured) map[string]any {
 	gvk := obj.GroupVersionKind()
 	if gvk.Group != "apps" || gvk.Kind != "Deployment" {

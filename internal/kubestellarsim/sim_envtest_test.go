@@ -67,8 +67,10 @@ func managedCluster(name, env string) *unstructured.Unstructured {
 }
 
 // TestSimulatorEndToEnd runs the simulator against a real API server: a policy selecting the dev clusters
-// gets its finalizer and a Binding, scripted statuses become a CombinedStatus, relabelling clusters moves the
-// destinations, a missing collector shows in the condition, and deleting the policy cleans everything up.
+// gets its finalizer and a Binding, destinations that have not reported leave only a row error, scripted
+// statuses become a CombinedStatus, relabelling clusters moves the destinations, a missing collector shows
+// in the condition, and deleting the policy removes its finalizer and CombinedStatuses but, as in
+// KubeStellar, not its Binding (the garbage collector's job; this API server runs none).
 func TestSimulatorEndToEnd(t *testing.T) {
 	logf.SetLogger(logr.Discard())
 	g := NewWithT(t)
@@ -127,7 +129,10 @@ func TestSimulatorEndToEnd(t *testing.T) {
 
 	checkBinding(ctx, g, c, bp, deploy, []string{"c1", "c2"})
 	csKey := client.ObjectKey{Namespace: "demo", Name: controlv1alpha1.CombinedStatusName(deploy.UID, bp.UID)}
-	checkCombinedStatus(ctx, g, c, csKey, deploy, "0", "0")
+	noneReported := controlv1alpha1.NamedStatusCombination{Name: "replicas", ColumnNames: []string{"count", "available"},
+		RowErrors: []controlv1alpha1.RowEvaluationError{{WEC: controlv1alpha1.Destination{ClusterID: "c1"},
+			ColumnName: "available", Error: "no such key: availableReplicas"}}}
+	checkResults(ctx, g, c, csKey, deploy, noneReported)
 
 	ref := ObjectRef{Group: "apps", Resource: "deployments", Namespace: "demo", Name: "nginx"}
 	g.Expect(sim.SetReturnedStatus("c1", ref, map[string]any{"availableReplicas": 2})).To(Succeed())
@@ -149,7 +154,6 @@ func TestSimulatorEndToEnd(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		for _, obj := range []client.Object{
 			&controlv1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: bp.Name}},
-			&controlv1alpha1.Binding{ObjectMeta: metav1.ObjectMeta{Name: bp.Name}},
 			&controlv1alpha1.CombinedStatus{ObjectMeta: metav1.ObjectMeta{Namespace: csKey.Namespace, Name: csKey.Name}},
 			&controlv1alpha1.CombinedStatus{ObjectMeta: metav1.ObjectMeta{Namespace: nsKey.Namespace, Name: nsKey.Name}},
 		} {
@@ -157,6 +161,13 @@ func TestSimulatorEndToEnd(t *testing.T) {
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s still exists (err %v)", obj, obj.GetName(), err)
 		}
 	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		b := &controlv1alpha1.Binding{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: bp.Name}, b)).To(Succeed())
+		g.Expect(b.DeletionTimestamp).To(BeNil())
+		g.Expect(b.OwnerReferences).To(HaveLen(1))
+		g.Expect(b.OwnerReferences[0].UID).To(Equal(bp.UID))
+	}, 2*time.Second).Should(Succeed())
 }
 
 func nginxDeployment() *appsv1.Deployment {
@@ -207,7 +218,7 @@ func checkBinding(ctx context.Context, g *WithT, c client.Client, bp *controlv1a
 			},
 			DownsyncModulation: controlv1alpha1.DownsyncModulation{StatusCollectors: []string{"replicas"}},
 		}}))
-		g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
+		g.Expect(b.Status.ObservedGeneration).To(BeZero())
 		g.Expect(bp.Status.ObservedGeneration).To(Equal(bp.Generation))
 		g.Expect(bp.Status.Conditions).To(HaveLen(1))
 		g.Expect(bp.Status.Conditions[0].Type).To(Equal(controlv1alpha1.TypeStatusCollectorsAvailable))
@@ -219,6 +230,16 @@ func checkBinding(ctx context.Context, g *WithT, c client.Client, bp *controlv1a
 // checkCombinedStatus waits for the Deployment's CombinedStatus with the given count and sum.
 func checkCombinedStatus(ctx context.Context, g *WithT, c client.Client, key client.ObjectKey, deploy *appsv1.Deployment,
 	count, available string) {
+	checkResults(ctx, g, c, key, deploy, controlv1alpha1.NamedStatusCombination{
+		Name:        "replicas",
+		ColumnNames: []string{"count", "available"},
+		Rows:        []controlv1alpha1.StatusCombinationRow{{Columns: []controlv1alpha1.Value{num(count), num(available)}}},
+	})
+}
+
+// checkResults waits for the Deployment's CombinedStatus with the given result.
+func checkResults(ctx context.Context, g *WithT, c client.Client, key client.ObjectKey, deploy *appsv1.Deployment,
+	want controlv1alpha1.NamedStatusCombination) {
 	g.Eventually(func(g Gomega) {
 		cs := &controlv1alpha1.CombinedStatus{}
 		g.Expect(c.Get(ctx, key, cs)).To(Succeed())
@@ -230,17 +251,14 @@ func checkCombinedStatus(ctx context.Context, g *WithT, c client.Client, key cli
 		g.Expect(cs.OwnerReferences).To(Equal([]metav1.OwnerReference{{
 			APIVersion: "apps/v1", Kind: "Deployment", Name: "nginx", UID: deploy.UID,
 		}}))
-		g.Expect(cs.Results).To(Equal([]controlv1alpha1.NamedStatusCombination{{
-			Name:        "replicas",
-			ColumnNames: []string{"count", "available"},
-			Rows:        []controlv1alpha1.StatusCombinationRow{{Columns: []controlv1alpha1.Value{num(count), num(available)}}},
-		}}))
+		g.Expect(cs.Results).To(Equal([]controlv1alpha1.NamedStatusCombination{want}))
 	}).Should(Succeed())
 }
 
 // checkMissingCollector adds a clause for the namespace naming a collector that does not exist: the
 // condition turns False with KubeStellar's message, and the namespace's CombinedStatus (in
-// kubestellar-report) holds only the existing collector. It returns that CombinedStatus's key.
+// kubestellar-report) holds only the existing collector: no cluster reported the namespace, so its sum has
+// a row error and no row. It returns that CombinedStatus's key.
 func checkMissingCollector(ctx context.Context, g *WithT, c client.Client, bp *controlv1alpha1.BindingPolicy) client.ObjectKey {
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(bp), bp)).To(Succeed())
 	bp.Spec.Downsync = append(bp.Spec.Downsync, controlv1alpha1.DownsyncPolicyClause{
@@ -264,7 +282,9 @@ func checkMissingCollector(ctx context.Context, g *WithT, c client.Client, bp *c
 		g.Expect(cs.Labels).To(HaveKeyWithValue(controlv1alpha1.LabelCombinedStatusResource, "namespaces"))
 		g.Expect(cs.Results).To(HaveLen(1))
 		g.Expect(cs.Results[0].Name).To(Equal("replicas"))
-		g.Expect(cs.Results[0].Rows).To(Equal([]controlv1alpha1.StatusCombinationRow{{Columns: []controlv1alpha1.Value{num("0"), num("0")}}}))
+		g.Expect(cs.Results[0].Rows).To(BeEmpty())
+		g.Expect(cs.Results[0].RowErrors).To(HaveLen(1))
+		g.Expect(cs.Results[0].RowErrors[0].ColumnName).To(Equal("available"))
 	}).Should(Succeed())
 	return key
 }

@@ -135,34 +135,6 @@ func (s *Sim) getObject(ctx context.Context, ref ObjectRef) (*unstructured.Unstr
 	return obj, nil
 }
 
-// reports collects the returned status of every destination that has reported, sorted by cluster, and how
-// long until a held-back automatic status is due (0 if none is).
-func (s *Sim) reports(b *controlv1alpha1.Binding, ref ObjectRef, obj *unstructured.Unstructured) ([]clusterReport, time.Duration, error) {
-	now := s.cfg.Now()
-	var out []clusterReport
-	var wait time.Duration
-	for _, d := range b.Spec.Destinations {
-		status, changed, found := s.scripts.lookup(d.ClusterID, ref)
-		if !found && s.cfg.AutoStatus != nil {
-			var w time.Duration
-			var err error
-			status, changed, w, err = s.auto.observe(obj.GetUID(), d.ClusterID, now, s.cfg.AutoStatusDelay, func() (map[string]any, error) {
-				return normalizeStatus(s.cfg.AutoStatus(d.ClusterID, obj))
-			})
-			if err != nil {
-				return nil, 0, fmt.Errorf("computing the automatic status of %s in %s: %w", ref, d.ClusterID, err)
-			}
-			if w > 0 && (wait == 0 || w < wait) {
-				wait = w
-			}
-		}
-		if status != nil {
-			out = append(out, clusterReport{Cluster: d.ClusterID, Status: status, Updated: changed})
-		}
-	}
-	return sortedReports(out), wait, nil
-}
-
 // results evaluates every named collector that exists and is valid, in name order (names are sorted in a
 // Binding entry).
 func (s *Sim) results(ctx context.Context, names []string, obj *unstructured.Unstructured,

@@ -27,7 +27,7 @@ var _ = Describe("StagedBindingPolicy, spec edits mid-rollout", func() {
 			Stage("dev", w.selector("dev")).
 			Stage("canary", w.selector("canary")).Condition(reporting(agg, 1)).
 			Stage("prod", w.selector("prod")).Obj())
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("canary/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("canary/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		oldName, newName := stageName(sbp.Name, "canary"), stageName(sbp.Name, "canary-2")
 		old := getBindingPolicy(ctx, oldName)
 
@@ -36,7 +36,7 @@ var _ = Describe("StagedBindingPolicy, spec edits mid-rollout", func() {
 		expectHandover(handover)
 		Eventually(func() *controlv1alpha1.BindingPolicy { return getBindingPolicy(ctx, oldName) }).Should(BeNil())
 
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("canary-2/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("canary-2/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		st := getSBP(ctx, sbp.Name).Status
 		Expect(st.ActiveStageIndex).To(HaveValue(Equal(int32(1))))
 		Expect(stageEntry(ctx, sbp.Name, "dev").Result).To(Equal(communityv1alpha1.StageSucceeded))
@@ -59,7 +59,7 @@ var _ = Describe("StagedBindingPolicy, spec edits mid-rollout", func() {
 		sbp := createSBP(ctx, w.policy(agg).Mode(communityv1alpha1.ModeCumulative).
 			Stage("dev", w.selector("dev")).
 			Stage("prod", w.selector("prod")).Condition(reporting(agg, 1)).Obj())
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		names := []string{stageName(sbp.Name, "dev"), stageName(sbp.Name, "prod")}
 		Expect(bindingPolicyNames(ctx, sbp.Name)()).To(Equal(names))
 		before := map[string]*controlv1alpha1.BindingPolicy{}
@@ -83,7 +83,7 @@ var _ = Describe("StagedBindingPolicy, spec edits mid-rollout", func() {
 			}).Should(Succeed(), n)
 		}
 		Eventually(clockOf(ctx, sbp.Name, "prod")).Should(BeTemporally(">", clock))
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		Expect(stageEntry(ctx, sbp.Name, "dev").Result).To(Equal(communityv1alpha1.StageSucceeded))
 		Expect(eventCount(ctx, sbp.Name, "StageActivated")()).To(Equal(2))
 	})
@@ -91,11 +91,12 @@ var _ = Describe("StagedBindingPolicy, spec edits mid-rollout", func() {
 	It("writes no BindingPolicy and keeps the clock when the active stage's condition is edited", func() {
 		w := newSBPWorld(ctx)
 		agg := w.aggregator(ctx)
-		w.cluster(ctx, "dev-1", "dev")
+		dev := w.cluster(ctx, "dev-1", "dev")
 		w.cluster(ctx, "prod-1", "prod")
 		w.deployment(ctx, "web")
+		w.reported(dev, "web")
 		sbp := createSBP(ctx, w.policy(agg).
-			Stage("dev", w.selector("dev")).Condition(reporting(agg, 1)).
+			Stage("dev", w.selector("dev")).Condition(reporting(agg, 2)).
 			Stage("prod", w.selector("prod")).Obj())
 		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
 		devName := stageName(sbp.Name, "dev")
@@ -103,15 +104,15 @@ var _ = Describe("StagedBindingPolicy, spec edits mid-rollout", func() {
 		clock := clockOf(ctx, sbp.Name, "dev")()
 		waitPastSecond(clock)
 
-		editSBP(ctx, sbp.Name, func(s *communityv1alpha1.StagedBindingPolicy) { s.Spec.Stages[0].Condition = reporting(agg, 2) })
+		editSBP(ctx, sbp.Name, func(s *communityv1alpha1.StagedBindingPolicy) { s.Spec.Stages[0].Condition = reporting(agg, 3) })
 		generation := getSBP(ctx, sbp.Name).Generation
 		Eventually(func() int64 { return getSBP(ctx, sbp.Name).Status.ObservedGeneration }).Should(Equal(generation))
 		Consistently(func() string { return getBindingPolicy(ctx, devName).ResourceVersion }, time.Second).Should(Equal(bp.ResourceVersion))
 		Expect(clockOf(ctx, sbp.Name, "dev")()).To(Equal(clock))
 		Expect(sbpState(ctx, sbp.Name)()).To(Equal("dev/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
 
-		// A condition that holds is evaluated at once: no cluster reported, yet the stage passes.
-		editSBP(ctx, sbp.Name, func(s *communityv1alpha1.StagedBindingPolicy) { s.Spec.Stages[0].Condition = reporting(agg, 0) })
+		// A condition that holds is evaluated at once: nothing else changed, yet the stage passes.
+		editSBP(ctx, sbp.Name, func(s *communityv1alpha1.StagedBindingPolicy) { s.Spec.Stages[0].Condition = reporting(agg, 1) })
 		Eventually(sbpProgress(ctx, sbp.Name)).Should(Equal("prod/Completed"))
 		Expect(clockOf(ctx, sbp.Name, "dev")()).To(Equal(clock))
 	})
@@ -126,11 +127,11 @@ var _ = Describe("StagedBindingPolicy, the last stage", func() {
 		w := newSBPWorld(ctx)
 		agg := w.aggregator(ctx)
 		dev := w.cluster(ctx, "dev-1", "dev")
-		w.cluster(ctx, "prod-1", "prod")
+		prod := w.cluster(ctx, "prod-1", "prod")
 		w.deployment(ctx, "web")
 		sbp := createSBP(ctx, w.policy(agg).Stage("dev", w.selector("dev")).Condition(reporting(agg, 1)).Obj())
 		devName := stageName(sbp.Name, "dev")
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		uid := getBindingPolicy(ctx, devName).UID
 
 		w.reported(dev, "web")
@@ -140,6 +141,7 @@ var _ = Describe("StagedBindingPolicy, the last stage", func() {
 		Expect(getBindingPolicy(ctx, devName).UID).To(Equal(uid))
 		Expect(eventCount(ctx, sbp.Name, "RolloutCompleted")()).To(Equal(1))
 
+		w.reported(prod, "web") // the appended stage's condition is judged once prod-1 has its row
 		editSBP(ctx, sbp.Name, func(s *communityv1alpha1.StagedBindingPolicy) {
 			s.Spec.Stages = append(s.Spec.Stages, communityv1alpha1.Stage{Name: "prod",
 				ClusterSelectors: []metav1.LabelSelector{w.selector("prod")}, Condition: reporting(agg, 0)})
@@ -168,7 +170,7 @@ var _ = Describe("StagedBindingPolicy, Exclusive and Cumulative", func() {
 			Stage("dev", w.selector("dev")).
 			Stage("prod", w.selector("prod")).Condition(reporting(agg, 1)).Obj())
 		devName, prodName := stageName(sbp.Name, "dev"), stageName(sbp.Name, "prod")
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		Expect(bindingPolicyNames(ctx, sbp.Name)()).To(Equal([]string{devName, prodName}))
 		devUID := getBindingPolicy(ctx, devName).UID
 
@@ -182,7 +184,7 @@ var _ = Describe("StagedBindingPolicy, Exclusive and Cumulative", func() {
 		Eventually(bindingPolicyNames(ctx, sbp.Name)).Should(Equal([]string{devName, prodName}))
 		Expect(getBindingPolicy(ctx, devName).UID).NotTo(Equal(devUID))
 		// dev is placed again, not gated again: the rollout stays at prod.
-		Consistently(sbpState(ctx, sbp.Name), time.Second).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Consistently(sbpState(ctx, sbp.Name), time.Second).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		Expect(stageEntry(ctx, sbp.Name, "dev").Result).To(Equal(communityv1alpha1.StageSucceeded))
 	})
 })

@@ -28,7 +28,7 @@ var _ = Describe("StagedBindingPolicy, gates", func() {
 		sbp := createSBP(ctx, w.policy(agg).
 			Stage("dev", w.selector("dev")).Condition(reporting(agg, 1)).
 			Stage("prod", w.selector("prod")).Obj())
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		clock := clockOf(ctx, sbp.Name, "dev")()
 
 		editSBP(ctx, sbp.Name, func(s *communityv1alpha1.StagedBindingPolicy) { s.Spec.Paused = true })
@@ -67,7 +67,7 @@ var _ = Describe("StagedBindingPolicy, gates", func() {
 		Consistently(sbpState(ctx, sbp.Name), time.Second).Should(Equal("dev/Waiting/" + communityv1alpha1.ReasonAwaitingApproval))
 
 		annotateSBP(ctx, sbp.Name, communityv1alpha1.AnnotationApproveStage, "dev")
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		Eventually(sbpAnnotations(ctx, sbp.Name)).ShouldNot(HaveKey(communityv1alpha1.AnnotationApproveStage))
 		Expect(stageEntry(ctx, sbp.Name, "dev").ApprovedAt).NotTo(BeNil())
 		Eventually(eventCount(ctx, sbp.Name, "ApprovalAccepted")).Should(Equal(1))
@@ -102,7 +102,7 @@ var _ = Describe("StagedBindingPolicy, gates", func() {
 			Stage("dev", w.selector("dev")).Condition(reporting(agg, 1)).ProgressDeadline(3*time.Second).
 			Stage("prod", w.selector("prod")).Obj())
 		devName := stageName(sbp.Name, "dev")
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		uid := getBindingPolicy(ctx, devName).UID
 
 		Eventually(sbpProgress(ctx, sbp.Name), 10*time.Second).Should(Equal("dev/Halted"))
@@ -122,7 +122,7 @@ var _ = Describe("StagedBindingPolicy, gates", func() {
 		Consistently(sbpProgress(ctx, sbp.Name), time.Second).Should(Equal("dev/Halted"))
 
 		annotateSBP(ctx, sbp.Name, communityv1alpha1.AnnotationRetryStage, "dev")
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		Expect(stageResult(ctx, sbp.Name, "dev")()).To(Equal(communityv1alpha1.StageActive))
 		Expect(clockOf(ctx, sbp.Name, "dev")()).To(BeTemporally(">", e.ClockStartedAt.Time))
 		Expect(sbpCondition(ctx, sbp.Name, communityv1alpha1.ConditionHalted)()).To(Equal("False/" + communityv1alpha1.ReasonNotHalted))
@@ -143,13 +143,15 @@ var _ = Describe("StagedBindingPolicy, gates", func() {
 		// KubeStellar copies an object's name into a label of its CombinedStatus: a name longer than 63
 		// characters never gets one, so this Deployment never has status.
 		w.deployment(ctx, "web-"+strings.Repeat("x", 60))
+		// A cluster reporting no available replica has no availableReplicas key, and no row: the failure
+		// condition fires on a complete row that reports fewer replicas than wanted.
 		sbp := createSBP(ctx, w.policy(agg).
-			Stage("dev", w.selector("dev")).Condition("results['"+agg+"'][0].available >= 1.0").
-			FailureCondition("results['"+agg+"'][0].count >= 1.0 && results['"+agg+"'][0].available < 1.0").
+			Stage("dev", w.selector("dev")).Condition("results['"+agg+"'][0].available >= 2.0").
+			FailureCondition("results['"+agg+"'][0].count >= 1.0 && results['"+agg+"'][0].available < 2.0").
 			Stage("prod", w.selector("prod")).Obj())
 		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 
-		w.report(dev, "web", map[string]any{"availableReplicas": int64(0)})
+		w.report(dev, "web", map[string]any{"availableReplicas": int64(1)})
 		Eventually(sbpProgress(ctx, sbp.Name)).Should(Equal("dev/Halted"))
 		Expect(sbpCondition(ctx, sbp.Name, communityv1alpha1.ConditionHalted)()).To(Equal("True/" + communityv1alpha1.ReasonFailureCondition))
 		e := stageEntry(ctx, sbp.Name, "dev")
@@ -188,9 +190,11 @@ var _ = Describe("StagedBindingPolicy, CEL errors", func() {
 	It("reports a run-time error as GateError with an event and a metric, and proceeds once it is fixed", func() {
 		w := newSBPWorld(ctx)
 		agg := w.aggregator(ctx)
-		w.cluster(ctx, "dev-1", "dev")
+		dev := w.cluster(ctx, "dev-1", "dev")
 		w.cluster(ctx, "prod-1", "prod")
 		w.deployment(ctx, "web")
+		// The condition is evaluated once every destination has its row.
+		w.reported(dev, "web")
 		sbp := createSBP(ctx, w.policy(agg).
 			Stage("dev", w.selector("dev")).Condition("results['nope'][0].x > 0.0").
 			Stage("prod", w.selector("prod")).Obj())

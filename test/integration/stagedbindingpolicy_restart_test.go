@@ -45,7 +45,7 @@ var _ = Describe("StagedBindingPolicy across a manager restart", func() {
 
 	It("creates the next stage's BindingPolicy after a stop between the commit and the create", func() {
 		sbp := createSBP(ctx, twoStages())
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		devBP := getBindingPolicy(ctx, stageName(sbp.Name, "dev"))
 		Expect(devBP).NotTo(BeNil())
 
@@ -77,7 +77,7 @@ var _ = Describe("StagedBindingPolicy across a manager restart", func() {
 
 	It("resumes a rollout at rest where it stood: the same stage and clock, no transition again", func() {
 		sbp := createSBP(ctx, twoStages())
-		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonConditionNotMet))
+		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("dev/Progressing/" + communityv1alpha1.ReasonAwaitingStatus))
 		w.reported(dev, "web")
 		Eventually(sbpState(ctx, sbp.Name)).Should(Equal("prod/Waiting/" + communityv1alpha1.ReasonAwaitingApproval))
 		clock := clockOf(ctx, sbp.Name, "prod")()

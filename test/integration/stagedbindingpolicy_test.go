@@ -63,9 +63,11 @@ var _ = Describe("StagedBindingPolicy, the stager's example", Ordered, func() {
 	})
 
 	It("does not promote while the condition is false", func() {
-		// The dev cluster has not reported: the aggregator's row reads count "0", available "0".
+		// The dev cluster has not reported: as in KubeStellar, the aggregator has no row, only a row error
+		// for seed-dev, and the stage waits for its report.
 		Eventually(sbpCondition(ctx, name, communityv1alpha1.ConditionProgressing)).
-			Should(Equal("True/" + communityv1alpha1.ReasonConditionNotMet))
+			Should(Equal("True/" + communityv1alpha1.ReasonAwaitingStatus))
+		Expect(stageEntry(ctx, name, "dev").LastEvaluation.AwaitingDestinations).To(Equal([]string{"seed-dev"}))
 		Consistently(sbpProgress(ctx, name), 2*time.Second).Should(Equal("dev/Progressing"))
 	})
 
