@@ -19,7 +19,9 @@ const KssimReportDelay = 3 * time.Second
 // startKssim starts kssim, the KubeStellar stand-in: it makes a Binding for every BindingPolicy and keeps
 // CombinedStatuses, with every destination cluster reporting each selected Deployment as fully available
 // (replicas, readyReplicas, availableReplicas and updatedReplicas equal to spec.replicas) KssimReportDelay
-// after it is placed there; ConfigMaps labelled kssim.drover.dev/script=true script other statuses. It plays
+// after it is placed there (until then, and for the other objects it selects, such as the Deployment's
+// ReplicaSets and Pods, a cluster counts as not reported, as in KubeStellar); ConfigMaps labelled
+// kssim.drover.dev/script=true script other statuses. It plays
 // KubeStellar, not drover, so it runs with the admin kubeconfig. Start returns once it has created
 // KubeStellar's report namespace, which it does after its caches have synced.
 func (c *Cluster) startKssim(ctx context.Context) error {

@@ -54,6 +54,17 @@ var _ = Describe("StagedBindingPolicy", func() {
 		expectGenerated(events[createdDev].bp, sbp, "dev")
 		expectGenerated(events[createdProd].bp, sbp, "prod")
 
+		By("selecting the Deployment's ReplicaSet and Pods too, as KubeStellar does: the label is on them")
+		Eventually(func(g Gomega) []string {
+			b := &controlv1alpha1.Binding{}
+			g.Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: prod}, b)).To(Succeed())
+			var resources []string
+			for _, e := range b.Spec.Workload.NamespaceScope {
+				resources = append(resources, e.Resource)
+			}
+			return resources
+		}).WithTimeout(sbpTimeout).WithPolling(interval).Should(ContainElements("deployments", "replicasets", "pods"))
+
 		By("emitting each transition once and counting it in the metrics")
 		Eventually(func(g Gomega) map[string]int { return transitionEvents(sbpEventCounts(g, sbp.UID)) }).
 			WithTimeout(sbpTimeout).WithPolling(interval).Should(Equal(map[string]int{
