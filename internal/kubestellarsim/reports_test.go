@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	controlv1alpha1 "github.com/drover-dev/drover/api/kubestellar/control/v1alpha1"
@@ -148,12 +149,12 @@ func TestZeroFieldsAreAbsent(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			before := cmp.Diff(nil, tc.status)
+			before := runtime.DeepCopyJSON(tc.status)
 			if diff := cmp.Diff(tc.want, returnedStatus(tc.gvk, tc.status)); diff != "" {
 				t.Errorf("returned status (-want +got):\n%s", diff)
 			}
-			if after := cmp.Diff(nil, tc.status); after != before {
-				t.Errorf("returnedStatus modified its input")
+			if diff := cmp.Diff(before, tc.status); diff != "" {
+				t.Errorf("returnedStatus modified its input (-before +after):\n%s", diff)
 			}
 		})
 	}

@@ -207,7 +207,7 @@ func TestGuidePatterns(t *testing.T) {
 			}
 		}
 	}
-	if _, err := testCEL.Compile(sbpcel.FailureCondition, "results['deployments-aggregator'].exists(r, r.?failed.orValue(0.0) > 0.0)"); err != nil {
+	if _, err := testCEL.Compile(sbpcel.FailureCondition, "results['my-collector'].exists(r, r.?failed.orValue(0.0) > 0.0)"); err != nil {
 		t.Errorf("the guide's failure condition does not compile: %v", err)
 	}
 }
