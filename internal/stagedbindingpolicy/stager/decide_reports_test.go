@@ -211,3 +211,33 @@ func TestGuidePatterns(t *testing.T) {
 		t.Errorf("the guide's failure condition does not compile: %v", err)
 	}
 }
+
+// TestGuideSelectPattern: in a select collector an unreported cluster still has a row, whose failing cell
+// is a String holding the error and no row error; the guide's pattern checks the value's type, so it is
+// false (not an evaluation error) until every row holds a number.
+func TestGuideSelectPattern(t *testing.T) {
+	const expr = "results['per-cluster'].all(r, type(r.available) == double && r.available >= 1.0)"
+	prog, err := testCEL.Compile(sbpcel.Condition, expr)
+	if err != nil {
+		t.Fatalf("compiling %s: %v", expr, err)
+	}
+	columns := []string{"cluster", "available"}
+	cases := map[string]struct {
+		rows [][]controlv1alpha1.Value
+		want bool
+	}{
+		"every cluster reported": {rows: [][]controlv1alpha1.Value{
+			{testutil.StringValue("prod-1"), testutil.NumberValue("1")}, {testutil.StringValue("prod-2"), testutil.NumberValue("2")},
+		}, want: true},
+		"one has not reported": {rows: [][]controlv1alpha1.Value{
+			{testutil.StringValue("prod-1"), testutil.NumberValue("1")}, {testutil.StringValue("prod-2"), testutil.StringValue(noSuchKey)},
+		}},
+	}
+	for name, tc := range cases {
+		cs := testutil.MakeCombinedStatus(nginxDeployment.uid, prodName, "bp-uid").Result("per-cluster", columns, tc.rows...).Obj()
+		got, err := prog.Eval(sbpcel.Input{Destinations: []string{"prod-1", "prod-2"}, CombinedStatus: &sbpcel.CSInput{Object: cs.Object}})
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %v, %v; want %v", name, got, err, tc.want)
+		}
+	}
+}
