@@ -14,6 +14,7 @@ import (
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/preview"
 	"github.com/drover-dev/drover/internal/yurtappdaemon/render"
 )
@@ -61,15 +62,15 @@ func previewKind[T openyurtv1alpha1.Owner](ctx context.Context, c client.Reader,
 
 // readForPreview lists the NodePools, and the ControllerRevisions, Deployments and StatefulSets of namespace.
 func readForPreview(ctx context.Context, c client.Reader, namespace string) (*previewReads, error) {
-	pools := &openyurtv1beta1.NodePoolList{}
-	if err := c.List(ctx, pools); err != nil {
-		return nil, fmt.Errorf("listing NodePools: %w", err)
+	pools, err := listPoolsAsStored(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	revs := &appsv1.ControllerRevisionList{}
 	if err := c.List(ctx, revs, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
 	}
-	r := &previewReads{pools: pools.Items, revisions: revs.Items, workloads: map[openyurtv1alpha1.TemplateType][]client.Object{}}
+	r := &previewReads{pools: pools, revisions: revs.Items, workloads: map[openyurtv1alpha1.TemplateType][]client.Object{}}
 	for _, adapter := range render.Adapters() {
 		l := adapter.NewList()
 		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
@@ -78,6 +79,33 @@ func readForPreview(ctx context.Context, c client.Reader, namespace string) (*pr
 		r.workloads[adapter.Kind()] = adapter.Items(l)
 	}
 	return r, nil
+}
+
+// listPoolsAsStored lists the NodePools in v1beta2 where the API server serves it, else in v1beta1, and returns
+// them as v1beta1 (the version the controller reads). The version the pools are stored in needs no
+// conversion: the preview runs while the NodePool CRD's conversion webhook is another installation's (OpenYurt
+// 1.7 stores v1beta2, converted by yurt-manager) or answers no one (yurt-manager stopped); OpenYurt 1.4 to 1.6
+// store v1beta1 and serve no v1beta2.
+func listPoolsAsStored(ctx context.Context, c client.Reader) ([]openyurtv1beta1.NodePool, error) {
+	hubs := &openyurtv1beta2.NodePoolList{}
+	err := c.List(ctx, hubs)
+	if apimeta.IsNoMatchError(err) {
+		pools := &openyurtv1beta1.NodePoolList{}
+		if err := c.List(ctx, pools); err != nil {
+			return nil, fmt.Errorf("listing NodePools (apps.openyurt.io/v1beta1): %w", err)
+		}
+		return pools.Items, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing NodePools (apps.openyurt.io/v1beta2): %w", err)
+	}
+	out := make([]openyurtv1beta1.NodePool, len(hubs.Items))
+	for i := range hubs.Items {
+		if err := out[i].ConvertFrom(&hubs.Items[i]); err != nil {
+			return nil, fmt.Errorf("converting NodePool %s: %w", hubs.Items[i].Name, err)
+		}
+	}
+	return out, nil
 }
 
 // ownerPreview is one owner's preview being built.

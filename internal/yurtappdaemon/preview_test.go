@@ -8,14 +8,17 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	openyurtv1alpha1 "github.com/drover-dev/drover/api/openyurt/apps/v1alpha1"
 	openyurtv1beta1 "github.com/drover-dev/drover/api/openyurt/apps/v1beta1"
+	openyurtv1beta2 "github.com/drover-dev/drover/api/openyurt/apps/v1beta2"
 	"github.com/drover-dev/drover/internal/preview"
 	"github.com/drover-dev/drover/internal/testutil"
 	"github.com/drover-dev/drover/internal/yurtappdaemon/render"
@@ -97,9 +100,19 @@ func onePointFourChild(yad *openyurtv1alpha1.YurtAppDaemon, np *openyurtv1beta1.
 	return d
 }
 
+// servedAsOpenYurt16 answers as OpenYurt 1.4 to 1.6 serve NodePools: in v1beta1, with no v1beta2.
+var servedAsOpenYurt16 = interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	if _, hub := list.(*openyurtv1beta2.NodePoolList); hub {
+		return &apimeta.NoKindMatchError{GroupKind: openyurtv1beta2.GroupVersion.WithKind("NodePool").GroupKind(),
+			SearchedVersions: []string{"v1beta2"}}
+	}
+	return c.List(ctx, list, opts...)
+}}
+
+// runPreview previews objs as OpenYurt 1.4 to 1.6 leave them (servedAsOpenYurt16).
 func runPreview(t *testing.T, objs ...client.Object) preview.Report {
 	t.Helper()
-	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: objs, StatusSubresource: statusTypes()})
+	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: objs, StatusSubresource: statusTypes(), Hooks: servedAsOpenYurt16})
 	reports, err := PreviewYurtAppDaemons(context.Background(), fc.Client, testNS)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +297,7 @@ func TestPreviewUnitedDaemonSet(t *testing.T) {
 	udd := testutil.MakeUnitedDaemonSet(ownerName, testNS).UID(ownerUID).Generation(1).
 		Deployment(testutil.DeploymentSpec(appLabels, "dns:1")).NodePoolSelectorLabels(edgeLabels).Obj()
 	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: []client.Object{udd, pool("a", edgeLabels).Obj()},
-		StatusSubresource: statusTypes()})
+		StatusSubresource: statusTypes(), Hooks: servedAsOpenYurt16})
 	reports, err := PreviewUnitedDaemonSets(context.Background(), fc.Client, testNS)
 	if err != nil {
 		t.Fatal(err)
@@ -294,5 +307,20 @@ func TestPreviewUnitedDaemonSet(t *testing.T) {
 	}
 	if itemOf(t, reports[0], "Deployment dns-a").Effect != preview.Create {
 		t.Errorf("pool a gets a child")
+	}
+}
+
+// TestListPoolsAsStored: where v1beta2 is served (OpenYurt 1.7, drover), the pools are read in it, as stored,
+// and handed on as v1beta1.
+func TestListPoolsAsStored(t *testing.T) {
+	hub := &openyurtv1beta2.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"tier": "edge"}},
+		Spec: openyurtv1beta2.NodePoolSpec{Type: openyurtv1beta2.Edge}}
+	fc := testutil.NewFakeClient(testutil.FakeClientOptions{Objects: []client.Object{hub}})
+	pools, err := listPoolsAsStored(context.Background(), fc.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pools) != 1 || pools[0].Name != "a" || pools[0].Labels["tier"] != "edge" || pools[0].Spec.Type != openyurtv1beta1.Edge {
+		t.Errorf("pools = %+v, want pool a of type Edge labelled tier=edge", pools)
 	}
 }
