@@ -3,6 +3,7 @@
 // credentials.
 //
 //	kubectl drover preview tapp|yurtappdaemon|uniteddaemonset|persistentpodstate [-n NAMESPACE | -A] [-v]
+//	kubectl drover preview stagedbindingpolicy [-v]
 //	kubectl drover rollback tapp [-n NAMESPACE | -A] [--dry-run]
 //
 // preview reads (never writes) the objects another controller left and prints what drover's first passes
@@ -30,6 +31,7 @@ import (
 	"github.com/drover-dev/drover/internal/persistentpodstate/whitelist"
 	"github.com/drover-dev/drover/internal/preview"
 	"github.com/drover-dev/drover/internal/scheme"
+	"github.com/drover-dev/drover/internal/stagedbindingpolicy"
 	"github.com/drover-dev/drover/internal/tapp"
 	"github.com/drover-dev/drover/internal/tapp/core"
 	"github.com/drover-dev/drover/internal/version"
@@ -47,6 +49,9 @@ Commands:
                                           what drover would do to the records (status) of the
                                           PersistentPodStates and the PPS generated from workload annotations;
                                           reads them in v1alpha1, before drover's CRD is installed (read only)
+  preview stagedbindingpolicy [-v]        what drover would do to the StagedBindingPolicies (cluster-scoped) and
+                                          their BindingPolicies, as the KubeStellar workload stager left them
+                                          (read only)
   rollback tapp [-n NAMESPACE | -A] [--dry-run]
                                           put TKEStack's hash labels back on the pods, after stopping drover's
                                           TApp controller and before starting TKEStack's
@@ -96,6 +101,9 @@ var previewers = map[string]func(ctx context.Context, c client.Reader, namespace
 	},
 	"yurtappdaemon":   yurtappdaemon.PreviewYurtAppDaemons,
 	"uniteddaemonset": yurtappdaemon.PreviewUnitedDaemonSets,
+	"stagedbindingpolicy": func(ctx context.Context, c client.Reader, _ string) ([]preview.Report, error) {
+		return stagedbindingpolicy.Preview(ctx, c, time.Now()) // cluster-scoped: no namespace
+	},
 }
 
 // target is what a command works on: a client of the kubeconfig's cluster and the namespace ("" for all).

@@ -17,12 +17,16 @@ func TestRunCommandLines(t *testing.T) {
 		"version":                               {args: []string{"version"}, out: "kubectl-drover "},
 		"unknown command":                       {args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`},
 		"usage names the YurtAppDaemon preview": {args: []string{"help"}, out: "preview yurtappdaemon|uniteddaemonset"},
-		"preview without a kind":                {args: []string{"preview"}, wantErr: "preview needs a kind: persistentpodstate, tapp, uniteddaemonset, yurtappdaemon"},
+		"preview without a kind":                {args: []string{"preview"}, wantErr: "preview needs a kind: persistentpodstate, stagedbindingpolicy, tapp, uniteddaemonset, yurtappdaemon"},
 		"preview of an unknown kind": {
-			args: []string{"preview", "widgets"}, wantErr: `preview: unknown kind "widgets" (known: persistentpodstate, tapp, uniteddaemonset, yurtappdaemon)`,
+			args: []string{"preview", "widgets"}, wantErr: `preview: unknown kind "widgets" (known: persistentpodstate, stagedbindingpolicy, tapp, uniteddaemonset, yurtappdaemon)`,
 		},
 		"preview yurtappdaemon reads the kubeconfig": {
 			args: []string{"preview", "yurtappdaemon", "--kubeconfig", "/nonexistent/kubeconfig"}, wantErr: "loading the kubeconfig",
+		},
+		"usage names the StagedBindingPolicy preview": {args: []string{"help"}, out: "preview stagedbindingpolicy [-v]"},
+		"preview stagedbindingpolicy reads the kubeconfig": {
+			args: []string{"preview", "stagedbindingpolicy", "--kubeconfig", "/nonexistent/kubeconfig"}, wantErr: "loading the kubeconfig",
 		},
 		"rollback of an unknown kind": {args: []string{"rollback", "yurtappdaemon"}, wantErr: `rollback: unknown kind "yurtappdaemon" (known: tapp)`},
 		"a kubeconfig that does not exist": {
