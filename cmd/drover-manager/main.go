@@ -155,7 +155,7 @@ func (f *flags) certOptions(controllers []*kit.Controller, enabled sets.Set[stri
 	}
 	o := certs.Options{Mode: mode, Namespace: f.namespace, SecretName: f.certSecretName, ServiceName: f.webhookServiceName,
 		ExtraDNSNames: extra, CertDir: f.webhookCertDir, Webhooks: certs.Webhooks(controllers, enabled),
-		Conversions: certs.Conversions(controllers)}
+		Conversions: kit.ConvertedCRDs(controllers)}
 	return o, o.Validate()
 }
 

@@ -80,7 +80,7 @@ type Options struct {
 	// Webhooks are the webhook configurations whose caBundle the manager keeps (self mode): see Webhooks.
 	Webhooks []rotator.WebhookInfo
 	// Conversions are the CRDs whose conversion caBundle the manager keeps while they call its Service (self
-	// mode): see Conversions and conversionInjector.
+	// mode): kit.ConvertedCRDs, kept by conversionInjector.
 	Conversions []string
 }
 

@@ -13,7 +13,7 @@
 //     until the kubelet has mounted them into the certificate directory, and writes the CA into the caBundle of
 //     the manager's webhook configurations (drover-<controller>-mutating/-validating of every controller
 //     --controllers selects, Webhooks). The conversion injector (conversion.go) writes the same CA into the
-//     CRDs whose conversion webhook the manager serves (Conversions), checking before each write that the CRD
+//     CRDs whose conversion webhook the manager serves (kit.ConvertedCRDs), checking before each write that the CRD
 //     still calls the manager's Service. Both run on every replica, not only on the leader: each replica
 //     serves webhooks and must become ready by itself.
 //   - external: cert-manager, or the user, fills the Secret and the caBundles. The manager never writes the

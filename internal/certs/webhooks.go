@@ -14,7 +14,7 @@ import (
 // controller enabled by --controllers. A controller that is off for another reason (its own flag, its CRD not
 // served) is listed too: its webhooks are still served, admitting everything, and the API server must trust
 // them. A configuration that is not installed is only logged by the rotator. The CRDs are not here:
-// Conversions lists them, for the conversion injector.
+// kit.ConvertedCRDs lists them, for the conversion injector.
 func Webhooks(controllers []*kit.Controller, enabled sets.Set[string]) []rotator.WebhookInfo {
 	var out []rotator.WebhookInfo
 	for _, c := range controllers {
@@ -28,17 +28,6 @@ func Webhooks(controllers []*kit.Controller, enabled sets.Set[string]) []rotator
 		if validating != nil {
 			out = append(out, rotator.WebhookInfo{Name: ConfigurationPrefix + validating.Name, Type: rotator.Validating})
 		}
-	}
-	return out
-}
-
-// Conversions lists the CRDs whose conversion webhook the manager serves: those every controller of the
-// registry declares, enabled or not (kit.ServesConversion). The conversion injector keeps the CA in each one
-// that is installed calling the manager's Service.
-func Conversions(controllers []*kit.Controller) []string {
-	var out []string
-	for _, c := range controllers {
-		out = append(out, c.ConversionCRDs...)
 	}
 	return out
 }

@@ -62,8 +62,8 @@ func TestWebhooksConversionCRDs(t *testing.T) {
 	}
 	// Every declared conversion, the controller left out included: the manager serves them all.
 	wantCRDs := []string{"things.example.drover.dev", "others.example.drover.dev", "offs.example.drover.dev"}
-	if diff := cmp.Diff(wantCRDs, Conversions(controllers)); diff != "" {
-		t.Errorf("Conversions mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff(wantCRDs, kit.ConvertedCRDs(controllers)); diff != "" {
+		t.Errorf("ConvertedCRDs mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -99,7 +99,7 @@ func TestWebhooksMatchGeneratedConfigurations(t *testing.T) {
 	for _, w := range Webhooks(controllers, sets.New(kit.Names(controllers)...)) {
 		got.Insert(kinds[w.Type] + " " + w.Name)
 	}
-	for _, name := range Conversions(controllers) {
+	for _, name := range kit.ConvertedCRDs(controllers) {
 		got.Insert("CustomResourceDefinition " + name)
 	}
 	if !got.Equal(want) {

@@ -61,7 +61,7 @@ type Controller struct {
 	// versions the manager converts for this controller (docs/design/conversion.md). It is the one source of
 	// their conversion: hack/registrygen writes each one's spec.conversion stanza (a webhook at the manager's
 	// Service, path /convert), the manager serves /convert whenever any controller of its registry declares
-	// some, enabled or not (ServesConversion), and with --cert-mode=self it injects its CA into their
+	// some, enabled or not (ConvertedCRDs), and with --cert-mode=self it injects its CA into their
 	// clientConfig (those of a controller --controllers leaves out only when installed). The kind's
 	// types implement conversion.Hub (one version) and conversion.Convertible (the others).
 	ConversionCRDs []string
@@ -199,19 +199,19 @@ func Served(mapper meta.RESTMapper, kinds []schema.GroupVersionKind) error {
 	return nil
 }
 
-// ServesConversion reports whether any controller of the registry declares ConversionCRDs: the manager then
-// serves the conversion webhook, whether or not that controller is enabled or runs. Conversion is a pure
-// function of the kind's types (every kind is in the manager's scheme), and a CRD installed with its
-// conversion webhook at the manager cannot be read in any version but its storage version without it: a
-// controller left out by --controllers (its CRD still installed, as make deploy installs every CRD) or off for
-// another reason still has its CRD's objects converted.
-func ServesConversion(controllers []*Controller) bool {
+// ConvertedCRDs lists the CRDs whose conversion webhook the manager serves: those every controller of the
+// registry declares in ConversionCRDs, enabled or not, and runs or not. Conversion is a pure function of the
+// kind's types (every kind is in the manager's scheme), and a CRD installed with its conversion webhook at the
+// manager cannot be read in any version but its storage version without it: a controller left out by
+// --controllers (its CRD still installed, as make deploy installs every CRD, or kept by a chart upgrade) or off
+// for another reason still has its CRD's objects converted. The manager serves /convert when the list is not
+// empty, and keeps its CA in each listed CRD that calls its Service (certs).
+func ConvertedCRDs(controllers []*Controller) []string {
+	var out []string
 	for _, c := range controllers {
-		if len(c.ConversionCRDs) > 0 {
-			return true
-		}
+		out = append(out, c.ConversionCRDs...)
 	}
-	return false
+	return out
 }
 
 // SetFlag sets the flag name of whichever controller in controllers has it (tests use it to change a

@@ -67,13 +67,13 @@ func ParseControllers(value string, registry []*kit.Controller) (sets.Set[string
 
 // Setup starts the enabled controllers of the registry whose APIs are served, with their metrics in the
 // registry the manager serves and, with webhooks, their admission webhooks and the conversion webhook of the
-// CRDs the registry's controllers declare, enabled or not (kit.ServesConversion). It returns the names of those it started.
+// CRDs the registry's controllers declare, enabled or not (kit.ConvertedCRDs). It returns the names of those it started.
 func Setup(ctx context.Context, mgr manager.Manager, registry []*kit.Controller, enabled sets.Set[string], webhooks bool) ([]string, error) {
 	started, err := kit.Start(ctx, mgr, registry, enabled, metrics.Registry, webhooks)
 	if err != nil {
 		return started, err
 	}
-	if webhooks && kit.ServesConversion(registry) {
+	if webhooks && len(kit.ConvertedCRDs(registry)) > 0 {
 		webhook.ServeConversion(mgr)
 	}
 	return started, nil

@@ -35,14 +35,8 @@ func (r *Reconciler) observe(ctx context.Context, sbp *communityv1alpha1.StagedB
 			return obs, err
 		}
 	}
-	for name := range obs.BindingPolicies {
-		b := &controlv1alpha1.Binding{}
-		switch err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, b); {
-		case err == nil:
-			obs.Bindings[name] = b
-		case !apierrors.IsNotFound(err):
-			return obs, fmt.Errorf("reading Binding %s: %w", name, err)
-		}
+	if err := readBindings(ctx, r.cfg.Client, obs); err != nil {
+		return obs, err
 	}
 	css, err := r.activeCombinedStatuses(ctx, sbp)
 	if err != nil {
@@ -50,6 +44,21 @@ func (r *Reconciler) observe(ctx context.Context, sbp *communityv1alpha1.StagedB
 	}
 	obs.CombinedStatuses = css
 	return obs, nil
+}
+
+// readBindings adds to obs the Binding of each of its BindingPolicies that has one (KubeStellar names a
+// Binding as its BindingPolicy).
+func readBindings(ctx context.Context, c client.Reader, obs stager.Observed) error {
+	for name := range obs.BindingPolicies {
+		b := &controlv1alpha1.Binding{}
+		switch err := c.Get(ctx, client.ObjectKey{Name: name}, b); {
+		case err == nil:
+			obs.Bindings[name] = b
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading Binding %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // getBindingPolicy adds the BindingPolicy name to bps when it exists and is not there yet.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,14 +71,8 @@ func previewObserve(ctx context.Context, c client.Reader, sbp *communityv1alpha1
 			obs.BindingPolicies[bp.Name] = bp
 		}
 	}
-	for name := range obs.BindingPolicies {
-		b := &controlv1alpha1.Binding{}
-		switch err := c.Get(ctx, client.ObjectKey{Name: name}, b); {
-		case err == nil:
-			obs.Bindings[name] = b
-		case !apierrors.IsNotFound(err):
-			return obs, fmt.Errorf("reading Binding %s: %w", name, err)
-		}
+	if err := readBindings(ctx, c, obs); err != nil {
+		return obs, err
 	}
 	if sbp.Status.ActiveStage == "" {
 		return obs, nil
